@@ -1,0 +1,40 @@
+/* dtype.h - storage and accumulator types, precisions (storage:accumulator pairs) and the
+ * per-case status enum. Names here are the ones used in decks, in the HDF5 file and in
+ * analysis/ (e.g. precision "fp16:fp32" = fp16 storage, fp32 accumulation). */
+#ifndef KVAL_DTYPE_H
+#define KVAL_DTYPE_H
+
+#include <stddef.h>
+
+typedef enum { KV_FP16 = 0, KV_BF16 = 1, KV_FP32 = 2, KV_FP64 = 3, KV_NDTYPES } kv_dtype;
+
+typedef struct {
+  kv_dtype storage; /* inputs and outputs are rounded to this type */
+  kv_dtype accum;   /* accumulator type of the kernel's reductions */
+} kv_precision;
+
+size_t kv_dtype_size(kv_dtype t);     /* bytes per element in storage */
+const char *kv_dtype_name(kv_dtype t); /* "fp16", "bf16", "fp32", "fp64" */
+int kv_dtype_parse(const char *s, kv_dtype *out); /* 0 on success */
+double kv_dtype_unit_roundoff(kv_dtype t);        /* u = 2^-p: fp16 2^-11, bf16 2^-8, fp32 2^-24 */
+
+/* "fp16:fp32" <-> precision. Parse returns 0 on success, -1 on a malformed name. */
+int kv_precision_parse(const char *s, kv_precision *out);
+void kv_precision_format(kv_precision p, char *buf, size_t n);
+/* Returns NULL when the pair is meaningful, else a static reason string
+ * (e.g. accumulator narrower than a different storage type, fp64 anywhere). */
+const char *kv_precision_invalid_reason(kv_precision p);
+
+/* Status of one case, stored in the file as an HDF5 enum with these names and values. */
+typedef enum {
+  KV_NOT_RUN = 0,
+  KV_PASS = 1,
+  KV_FAIL_TOLERANCE = 2,
+  KV_FAIL_NONFINITE = 3,
+  KV_SKIPPED = 4,
+  KV_ERROR = 5,
+  KV_NSTATUS
+} kv_case_status;
+const char *kv_status_name(kv_case_status s);
+
+#endif

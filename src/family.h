@@ -1,0 +1,119 @@
+/* family.h - the kernel-family descriptor and its registry. A family (fa2, gemm, layernorm,
+ * rmsnorm) declares its sweep axes and scalar parameters (its deck section), prunes invalid
+ * cases, counts FLOPs and bytes, describes its input and output tensors, and brings its CPU
+ * emulation (the cpu backend's kernel) and fp64 CPU reference. Its CUDA kernels are reached
+ * through `cuda` (see cuda/kval_cuda.h). Adding a family is one folder and one registry line. */
+#ifndef KVAL_FAMILY_H
+#define KVAL_FAMILY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "dtype.h"
+#include "numerics/rng.h"
+
+#define KV_MAX_AXES 8
+#define KV_MAX_PARAMS 8
+#define KV_MAX_TENSORS 4
+
+typedef enum { KV_AXIS_INT, KV_AXIS_STR } kv_axis_type;
+
+typedef struct {
+  const char *name;           /* deck key and HDF5 dimension name */
+  kv_axis_type type;
+  const char *defaults;       /* deck text used when the key is absent; NULL: the key is required */
+  const char *const *choices; /* STR axes: allowed values, NULL-terminated; NULL: any token */
+  long long min, max;         /* INT axes: inclusive range of allowed values */
+  const char *help;
+} kv_axis_desc;
+
+typedef struct {
+  const char *name; /* deck key of a scalar parameter of the section */
+  double defaults;
+  double min, max; /* inclusive range */
+  const char *help;
+} kv_param_desc;
+
+struct kv_family;
+struct kv_family_plan;
+
+/* One case: a cell of a family's dense sweep grid. */
+typedef struct kv_case {
+  const struct kv_family_plan *fp; /* family, axis values and parameters */
+  size_t cell;                     /* row-major flat index into the family's grid */
+  int idx[KV_MAX_AXES];            /* position along each axis */
+  long long ival[KV_MAX_AXES];     /* INT axis values (0 for STR axes) */
+  const char *sval[KV_MAX_AXES];   /* STR axis values (NULL for INT axes) */
+  kv_precision prec;               /* decoded from the family's "precision" axis */
+  uint64_t key;                    /* case key for the input generator (family and cell) */
+  double est_seconds;              /* cost-model estimate used by split balancing and ETA */
+} kv_case;
+
+/* FLOP and byte counts of one case (roofline, balancing, sampling, memory check). */
+typedef struct {
+  double flops;        /* useful floating-point operations of the kernel */
+  double bytes;        /* minimal device-memory traffic: inputs read once, outputs written once */
+  double red_len;      /* reduction length K of the tolerance's sqrt(K) term */
+  double ref_flops;    /* fp64 reference operations for the whole output */
+  double device_bytes; /* device memory the case needs (inputs, outputs, reference buffers) */
+  size_t rows;         /* output 0 seen as rows x row_len, the unit of reference sampling */
+  size_t row_len;
+} kv_cost;
+
+/* An input or output tensor. Inputs are generated as round(offset + scale * base). */
+typedef struct {
+  const char *name;
+  kv_dtype dtype;
+  size_t count;
+  int dist; /* kv_base_dist */
+  double scale, offset;
+} kv_tensor_spec;
+
+typedef struct {
+  int n_in, n_out; /* out[0] is the checked output; out[1], if any, the auxiliary output (fa2 LSE, fp32) */
+  kv_tensor_spec in[KV_MAX_TENSORS], out[KV_MAX_TENSORS];
+} kv_tensors;
+
+struct kv_cuda_family; /* defined in cuda/kval_cuda.h */
+
+typedef struct kv_family {
+  const char *name;    /* deck section, HDF5 group */
+  const char *summary; /* one line for --list */
+  const kv_axis_desc *axes; /* terminated by an entry with name NULL; must include "precision" */
+  const kv_param_desc *params; /* terminated by name NULL; may be NULL */
+
+  /* NULL when the case is valid on this backend, else a static reason it is skipped. */
+  const char *(*invalid)(const kv_case *c, const char *backend);
+  void (*cost)(const kv_case *c, kv_cost *out);
+  void (*tensors)(const kv_case *c, kv_tensors *t);
+
+  /* The cpu backend's kernel: the same algorithm and precision model as the GPU kernel. */
+  kv_status (*emulate)(const kv_case *c, void *const *in, void *const *out);
+
+  /* fp64 reference on the rounded inputs, for the listed output rows (rows of kv_cost):
+   * ref and mag hold n_rows * row_len values, aux_ref (may be NULL) the auxiliary output of
+   * those rows (one value per row for fa2's LSE). */
+  kv_status (*reference)(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
+                         double *ref, double *mag, double *aux_ref);
+
+  const struct kv_cuda_family *cuda; /* NULL when built without CUDA */
+} kv_family;
+
+/* The registry, NULL-terminated. */
+extern const kv_family *const kv_families[];
+const kv_family *kv_family_find(const char *name, int *index);
+int kv_family_count(void);
+
+/* Axis lookups by name for families and tools; -1 when absent. */
+int kv_family_axis_index(const kv_family *f, const char *axis);
+int kv_family_n_axes(const kv_family *f);
+int kv_family_n_params(const kv_family *f);
+/* Value of a scalar parameter of the case's section (deck value or default). */
+double kv_case_param(const kv_case *c, const char *name);
+/* Value of an INT / STR axis of the case by name (aborts through KV_FATAL on a wrong name:
+ * that is a programming error). */
+long long kv_case_int(const kv_case *c, const char *axis);
+const char *kv_case_str(const kv_case *c, const char *axis);
+
+#endif

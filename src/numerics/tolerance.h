@@ -1,0 +1,22 @@
+/* tolerance.h - the per-element tolerance bound of a case:
+ *   bound = c1 * u_out * |ref| + c2 * sqrt(K) * u_acc * mag + abs_floor
+ * with u_out the unit roundoff of the storage type, u_acc of the accumulator, K the
+ * reduction length and mag the family's magnitude term (|A|^T|B| for GEMM). Defaults per
+ * precision and their derivation are in docs/NUMERICS.md; a deck's [run] section may
+ * override c1, c2, rel_floor and abs_floor. */
+#ifndef KVAL_TOLERANCE_H
+#define KVAL_TOLERANCE_H
+
+#include "dtype.h"
+
+typedef struct {
+  double c1;        /* multiple of the output rounding u_out * |ref| */
+  double c2;        /* multiple of the accumulation term sqrt(K) * u_acc * mag */
+  double abs_floor; /* absolute floor so exact zeros in the reference never fail on noise */
+  double rel_floor; /* floor of |ref| in max relative error */
+} kv_tolerance;
+
+kv_tolerance kv_tolerance_default(kv_precision p);
+double kv_tolerance_bound(const kv_tolerance *t, kv_precision p, double ref, double mag, double red_len);
+
+#endif
