@@ -53,6 +53,8 @@ typedef struct {
   double sm_clock_min, sm_clock_max, mem_clock, temperature, power;
   uint64_t throttle_reasons;
   int clock_flag;
+  /* resources of the kernel variant (-1 when unknown, e.g. on the cpu backend) */
+  int registers, smem_bytes, local_bytes, occupancy;
 } kv_case_data;
 
 void kv_case_data_free(kv_case_data *d);

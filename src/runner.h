@@ -17,6 +17,10 @@ typedef struct {
   int interrupted_by; /* 0, SIGINT or SIGTERM */
 } kv_run_summary;
 
+/* SIGINT/SIGTERM set a flag the runner checks between cases (finish the current case,
+ * flush, close, exit 130/143). */
+void kv_runner_install_signals(void);
+
 /* Run this rank's cases; collective over comm. `done` (may be NULL) marks cases a resumed
  * file already holds. */
 kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backend *be,

@@ -1,0 +1,233 @@
+/* app.c - the steps of a kval run, in order: parse options, read the deck on rank 0 and
+ * broadcast it, build the plan, pick and initialise the backend (binding the rank to its
+ * GPU), create or resume the HDF5 file, run the cases, compare fingerprints, close, and
+ * turn the summary into the exit code. Every rank reaches the same decision at each step,
+ * so input errors exit 2 everywhere without MPI_Abort. */
+#include "app.h"
+
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "cli.h"
+#include "deck.h"
+#include "meta.h"
+#include "output.h"
+#include "plan.h"
+#include "runner.h"
+
+#define ERRLEN 2048
+
+/* All ranks agree on success: returns 1 when every rank's ok is nonzero. */
+static int all_ok(int ok) {
+  int all = 0;
+  if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Allreduce failed");
+  return all;
+}
+
+static void print_list(void) {
+  printf("Kernel families (deck sections):\n");
+  for (int i = 0; kv_families[i]; i++) {
+    const kv_family *f = kv_families[i];
+    printf("  %-10s %s\n", f->name, f->summary);
+    for (int a = 0; f->axes[a].name; a++)
+      printf("      axis %-10s default: %s\n", f->axes[a].name, f->axes[a].defaults ? f->axes[a].defaults : "(required)");
+    for (int k = 0; f->params && f->params[k].name; k++)
+      printf("      param %-9s default: %g\n", f->params[k].name, f->params[k].defaults);
+  }
+  printf("Precisions (storage:accumulator): fp16:fp32 bf16:fp32 fp32:fp32 fp16:fp16 bf16:bf16\n");
+  printf("Backends:\n");
+  for (int i = 0; kv_backends[i]; i++)
+    printf("  %-6s %s%s\n", kv_backends[i]->name, kv_backends[i]->summary,
+           kv_backends[i]->available() ? "" : " (not available here)");
+}
+
+/* Rank 0 reads the deck and broadcasts its text, so a deck that only rank 0's node can
+ * see still works and every rank parses the same bytes. */
+static int read_and_parse_deck(const kv_options *opt, int rank, kv_deck *deck, char *err) {
+  long len = -1;
+  char *text = NULL;
+  if (rank == 0) {
+    FILE *f = fopen(opt->deck_path, "rb");
+    if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+      text = KV_MALLOC((size_t)len + 1);
+      if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) len = -1;
+    } else {
+      len = -1;
+    }
+    if (f) fclose(f);
+    if (len < 0) snprintf(err, ERRLEN, "kval: cannot read deck '%s'", opt->deck_path);
+  }
+  if (MPI_Bcast(&len, 1, MPI_LONG, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
+  if (len < 0) {
+    free(text);
+    return -1;
+  }
+  if (rank != 0) text = KV_MALLOC((size_t)len + 1);
+  if (!text) KV_FATAL("out of memory reading the deck");
+  if (MPI_Bcast(text, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
+  text[len] = '\0';
+  int rc = kv_deck_parse_string(opt->deck_path, text, deck, err, ERRLEN);
+  free(text);
+  for (int i = 0; rc == 0 && i < opt->n_sets; i++) rc = kv_deck_apply_set(deck, opt->sets[i], err, ERRLEN);
+  return rc;
+}
+
+static const kv_backend *choose_backend(const kv_options *opt, char *err) {
+  const kv_backend *be = kv_backend_select(opt->backend);
+  if (!be) {
+    snprintf(err, ERRLEN, "kval: --backend %s: %s", opt->backend,
+             kv_backend_find(opt->backend) ? "not available" : "unknown backend (see --list)");
+  } else if (!be->available()) {
+    snprintf(err, ERRLEN, "kval: --backend %s: not available on this machine (%s)", be->name,
+             strcmp(be->name, "cuda") == 0 ? "no GPU visible" : "unavailable");
+    be = NULL;
+  }
+  /* "auto" must resolve to the same backend everywhere: one file, one backend. */
+  int mine = 0, lo = 0, hi = 0;
+  for (int i = 0; be && kv_backends[i]; i++)
+    if (kv_backends[i] == be) mine = i + 1;
+  MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (be && lo != hi) {
+    snprintf(err, ERRLEN, "kval: --backend %s resolved to different backends on different ranks (some nodes have no GPU); "
+             "choose --backend explicitly", opt->backend);
+    return NULL;
+  }
+  return lo == 0 ? NULL : be;
+}
+
+static int exit_code(const kv_run_summary *s, int rank) {
+  int local[5] = {s->n_pass, s->n_fail, s->n_error, s->n_skipped, s->interrupted_by}, total[5];
+  MPI_Allreduce(local, total, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&local[4], &total[4], 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0)
+    fprintf(stderr, "kval: %d passed, %d failed, %d errors, %d skipped; %d fingerprint disagreements%s\n", total[0],
+            total[1], total[2], total[3], s->fingerprint_disagreements,
+            total[4] ? "; interrupted: the file is resumable with --resume" : "");
+  if (total[4]) return total[4] == SIGINT ? KV_EXIT_SIGINT : KV_EXIT_SIGTERM;
+  if (total[1] || s->fingerprint_disagreements) return KV_EXIT_FAIL;
+  if (total[2]) return KV_EXIT_RUNTIME;
+  return KV_EXIT_PASS;
+}
+
+/* Bind, initialise the backend, open the file, run, close. */
+static int run_plan(int argc, char **argv, const kv_options *opt, const kv_backend *be, const kv_plan *plan,
+                    const kv_deck *deck, int rank, int nranks) {
+  MPI_Comm node;
+  int local_rank, local_size;
+  if (CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node)) ||
+      CHECK_MPI(MPI_Comm_rank(node, &local_rank)) || CHECK_MPI(MPI_Comm_size(node, &local_size)))
+    KV_FATAL("cannot build the node-local communicator");
+  MPI_Comm_free(&node);
+  kv_rank_info info;
+  if (!all_ok(be->init(local_rank, local_size, &plan->run, &info) == KV_OK)) {
+    if (rank == 0) fprintf(stderr, "kval: backend %s could not start on every rank (messages above)\n", be->name);
+    return KV_EXIT_RUNTIME;
+  }
+  kv_rank_info *infos = rank == 0 ? KV_MALLOC((size_t)nranks * sizeof *infos) : NULL;
+  if (rank == 0 && !infos) KV_FATAL("out of memory");
+  if (CHECK_MPI(MPI_Gather(&info, (int)sizeof info, MPI_BYTE, infos, (int)sizeof info, MPI_BYTE, 0, MPI_COMM_WORLD)))
+    KV_FATAL("cannot gather rank identities");
+  kv_meta_strings ms;
+  kv_run_meta meta;
+  if (kv_meta_collect(argc, argv, &info, MPI_COMM_WORLD, &ms) != KV_OK) KV_FATAL("cannot collect run metadata");
+  kv_meta_fill(&ms, be->name, nranks, &meta);
+  char path[1024];
+  if (opt->resume) snprintf(path, sizeof path, "%s", opt->resume);
+  else if (opt->output) snprintf(path, sizeof path, "%s", opt->output);
+  else kv_meta_default_output(&ms, path, sizeof path);
+
+  kv_output *out = NULL;
+  unsigned char *done = NULL;
+  kv_status st = opt->resume ? kv_output_resume(path, plan, deck, &meta, opt->retry_errors, MPI_COMM_WORLD, &out, &done)
+                             : kv_output_create(path, opt->force, plan, deck, &meta, infos, MPI_COMM_WORLD, &out);
+  free(infos);
+  if (!all_ok(st == KV_OK)) {
+    be->finalize();
+    return KV_EXIT_USAGE;
+  }
+  kv_set_fatal_hook(kv_output_emergency_flush);
+  kv_runner_install_signals();
+  if (rank == 0 && !opt->quiet)
+    fprintf(stderr, "kval: %zu cases on %d ranks (%s mode, %s backend, %s HDF5) -> %s\n", plan->n_cases, nranks,
+            plan->mode == KV_MODE_FLEET ? "fleet" : "split", be->name, kv_output_flavour(), path);
+  kv_run_summary sum;
+  st = kv_runner_run(plan, opt, be, &info, out, done, MPI_COMM_WORLD, &sum);
+  free(done);
+  if (kv_output_close(out) != KV_OK) st = KV_ERR;
+  kv_set_fatal_hook(NULL);
+  be->finalize();
+  int code = exit_code(&sum, rank);
+  if (!all_ok(st == KV_OK)) return KV_EXIT_RUNTIME;
+  if (rank == 0 && !opt->quiet) fprintf(stderr, "kval: results in %s\n", path);
+  return code;
+}
+
+int kv_app_run(int argc, char **argv) {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  char host[MPI_MAX_PROCESSOR_NAME];
+  int hlen = 0;
+  if (MPI_Get_processor_name(host, &hlen) != MPI_SUCCESS) snprintf(host, sizeof host, "unknown");
+  kv_check_init(rank, host);
+
+  static char err[ERRLEN];
+  kv_options opt;
+  if (kv_cli_parse(argc, argv, &opt, err, sizeof err) != 0) {
+    if (rank == 0) fprintf(stderr, "%s\nTry 'kval --help'.\n", err);
+    return KV_EXIT_USAGE;
+  }
+  if (opt.help || opt.version || opt.list) {
+    if (rank == 0) {
+      if (opt.help) kv_cli_usage(stdout);
+      if (opt.version) printf("kval %s (git %s)\n", kv_meta_version(), kv_meta_git_commit());
+      if (opt.list) print_list();
+    }
+    return KV_EXIT_PASS;
+  }
+  kv_deck deck;
+  if (!all_ok(read_and_parse_deck(&opt, rank, &deck, err) == 0)) {
+    if (rank == 0) fprintf(stderr, "%s\n", err);
+    return KV_EXIT_USAGE;
+  }
+  const kv_backend *be = opt.dry_run ? kv_backend_find("cpu") : choose_backend(&opt, err);
+  if (opt.dry_run && strcmp(opt.backend, "auto") != 0) be = kv_backend_find(opt.backend);
+  if (!be) {
+    if (rank == 0) fprintf(stderr, "%s\n", err[0] ? err : "kval: no backend");
+    kv_deck_free(&deck);
+    return KV_EXIT_USAGE;
+  }
+  kv_plan plan;
+  int plan_ok = kv_plan_build(&deck, opt.only, be->name, opt.mode, opt.have_seed, opt.seed, &plan, err, sizeof err) == 0;
+  if (!all_ok(plan_ok)) {
+    if (rank == 0) fprintf(stderr, "%s\n", err);
+    kv_deck_free(&deck);
+    return KV_EXIT_USAGE;
+  }
+  int code;
+  if (opt.dry_run) {
+    if (rank == 0) kv_plan_print(&plan, nranks, stdout);
+    code = KV_EXIT_PASS;
+  } else {
+    const char *target = opt.resume ? NULL : opt.output;
+    int exists = rank == 0 && target && !opt.force && access(target, F_OK) == 0;
+    if (MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
+    if (exists) {
+      if (rank == 0)
+        fprintf(stderr, "kval: output file '%s' exists; use --force to overwrite it or --resume %s to continue it\n",
+                target, target);
+      code = KV_EXIT_USAGE;
+    } else {
+      code = run_plan(argc, argv, &opt, be, &plan, &deck, rank, nranks);
+    }
+  }
+  kv_plan_free(&plan);
+  kv_deck_free(&deck);
+  return code;
+}

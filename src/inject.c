@@ -1,0 +1,80 @@
+/* inject.c - fault injection for testing the validator itself (see inject.h). */
+#include "inject.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "numerics/halfprec.h"
+
+static const char *const kind_names[] = {"bitflip", "nan", "scale", "slow"};
+
+int kv_inject_parse(const char *spec, kv_inject *out, char *err, size_t errlen) {
+  const char *at = strchr(spec, '@');
+  if (!at) {
+    snprintf(err, errlen, "kval: --inject: '%s' has no '@' (expected KIND@RANK[:CASE], KIND one of bitflip nan scale slow)", spec);
+    return -1;
+  }
+  size_t klen = (size_t)(at - spec);
+  int kind = -1;
+  for (int i = 0; i < 4; i++)
+    if (strlen(kind_names[i]) == klen && strncmp(spec, kind_names[i], klen) == 0) kind = i;
+  if (kind < 0) {
+    snprintf(err, errlen, "kval: --inject: unknown kind '%.*s' in '%s' (expected bitflip, nan, scale or slow)", (int)klen, spec, spec);
+    return -1;
+  }
+  char *end;
+  errno = 0;
+  long rank = strtol(at + 1, &end, 10);
+  if (end == at + 1 || errno || rank < 0 || rank > 1000000 || (*end && *end != ':')) {
+    snprintf(err, errlen, "kval: --inject: bad rank in '%s' (expected a rank number >= 0 after '@')", spec);
+    return -1;
+  }
+  long long case_index = -1;
+  if (*end == ':') {
+    const char *cs = end + 1;
+    errno = 0;
+    case_index = strtoll(cs, &end, 10);
+    if (end == cs || *end || errno || case_index < 0) {
+      snprintf(err, errlen, "kval: --inject: bad case index in '%s' (expected a case number >= 0 after ':')", spec);
+      return -1;
+    }
+  }
+  out->kind = (kv_inject_kind)kind;
+  out->rank = (int)rank;
+  out->case_index = case_index;
+  return 0;
+}
+
+/* The most significant mantissa bit of the storage type. */
+static void flip_bit(void *buf, size_t i, kv_dtype t) {
+  switch (t) {
+    case KV_FP16: ((uint16_t *)buf)[i] ^= (uint16_t)(1u << 9); break;
+    case KV_BF16: ((uint16_t *)buf)[i] ^= (uint16_t)(1u << 6); break;
+    case KV_FP32: ((uint32_t *)buf)[i] ^= 1u << 22; break;
+    default: ((uint64_t *)buf)[i] ^= 1ull << 51; break;
+  }
+}
+
+int kv_inject_apply(const kv_inject *inj, int n, int rank, size_t case_index, kv_case_data *d) {
+  int applied = 0;
+  for (int k = 0; k < n; k++) {
+    if (inj[k].rank != rank || (inj[k].case_index >= 0 && (size_t)inj[k].case_index != case_index)) continue;
+    size_t mid = d->out_count / 2;
+    switch (inj[k].kind) {
+      case KV_INJECT_BITFLIP: flip_bit(d->out, mid, d->out_type); break;
+      case KV_INJECT_NAN: kv_store(d->out, mid, d->out_type, NAN); break;
+      case KV_INJECT_SCALE:
+        for (size_t i = 0; i < d->out_count; i++)
+          kv_store(d->out, i, d->out_type, kv_load(d->out, i, d->out_type) * (1.0 + 1e-3));
+        break;
+      case KV_INJECT_SLOW:
+        for (int i = 0; i < d->n_times; i++) d->times[i] *= 1.5;
+        break;
+    }
+    applied++;
+  }
+  return applied;
+}

@@ -1,0 +1,29 @@
+/* inject.h - --inject KIND@RANK[:CASE]: faults applied to a kernel's result after it runs,
+ * to test that the validator detects them (bitflip, nan, scale, slow). */
+#ifndef KVAL_INJECT_H
+#define KVAL_INJECT_H
+
+#include <stddef.h>
+
+#include "backend.h"
+
+typedef enum { KV_INJECT_BITFLIP, KV_INJECT_NAN, KV_INJECT_SCALE, KV_INJECT_SLOW } kv_inject_kind;
+
+typedef struct {
+  kv_inject_kind kind;
+  int rank;
+  long long case_index; /* index into the plan's case list; -1: every case of the rank */
+} kv_inject;
+
+/* Parse "KIND@RANK[:CASE]"; 0 on success, -1 with a message naming the option. */
+int kv_inject_parse(const char *spec, kv_inject *out, char *err, size_t errlen);
+
+/* Apply the injections that target (rank, case_index) to the backend's result:
+ * bitflip - flips the most significant mantissa bit of the middle element of output 0;
+ * nan     - sets the middle element of output 0 to NaN;
+ * scale   - multiplies every element of output 0 by (1 + 1e-3), rounded to storage;
+ * slow    - multiplies every timed repetition by 1.5 (a 50% slower kernel).
+ * Returns how many were applied. */
+int kv_inject_apply(const kv_inject *inj, int n, int rank, size_t case_index, kv_case_data *d);
+
+#endif
