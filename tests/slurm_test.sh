@@ -3,7 +3,7 @@
 # jobs/kval.sbatch (2 ranks, srun --mpi=pmix), jobs/fleet.sh (one job per node plus the
 # dependent analysis job) and jobs/precision-study.sbatch with the cpu backend and tiny
 # decks, waits with bounded loops, and checks the HDF5 files and analysis outputs. Then a
-# time-limit rehearsal: SIGTERM to a running kval.sbatch job must leave a resumable file,
+# time-limit rehearsal: the warning signal to a running kval.sbatch job must leave a resumable file,
 # and the requeued job must finish it with --resume. Skips (77) only without root or
 # without the slurm-wlm/munge packages.
 set -u
@@ -87,7 +87,7 @@ wait_jobs || fail "precision job did not finish"
 ls "$tmp/prec/precision-$pid"/*.html >/dev/null 2>&1 || { fail "precision study wrote no report"; cat "$tmp/prec"/*.out; }
 [ $rc -eq 0 ] && echo "ok: precision-study.sbatch"
 
-# 4. Time limit: SIGTERM to the batch shell stops kval (exit 143, file resumable); the job
+# 4. Time limit: Slurm's warning signal (USR1) to the batch shell stops kval (exit 143, file resumable); the job
 #    requeues itself and the rerun completes the same file with --resume.
 cat > "$tmp/long.deck" <<'DECK'
 [run]
@@ -110,7 +110,7 @@ rid=$(sbatch --parsable --ntasks=2 --overcommit --time=00:05:00 \
 i=0
 while [ ! -f "$tmp/requeue/kval-$rid.h5" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
 sleep 2
-scancel --batch --signal=TERM "$rid"
+scancel --batch --signal=USR1 "$rid"   # what --signal=B:USR1@120 sends before the time limit
 wait_jobs || fail "requeued job did not finish"
 log="$tmp/requeue/kval-$rid.out"
 grep -q "kval exited 143" "$log" || { fail "SIGTERM did not end kval with 143"; cat "$log"; }

@@ -1,0 +1,176 @@
+/* halfprec.c - fp16/bf16/fp32 narrowing with round-to-nearest-even and exact widening, all in
+ * integer arithmetic on the bit patterns (no host FPU rounding mode, no F16C); typed loads and
+ * stores of storage buffers, ULP distances and the largest finite value of each type.
+ *
+ * One generic narrowing routine, narrow(), rounds the magnitude bits of a binary format with
+ * SM stored mantissa bits and exponent bias SB to a format with DM mantissa bits and bias DB.
+ * It is static inline and always called with constant formats, so the compiler specialises it
+ * into a short, almost branch-free sequence per conversion. */
+#include "numerics/halfprec.h"
+
+#include <math.h>
+#include <string.h>
+
+static inline uint32_t f32_bits(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+static inline float bits_f32(uint32_t u) {
+  float x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+static inline uint64_t f64_bits(double x) {
+  uint64_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+static inline double bits_f64(uint64_t u) {
+  double x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+/* Round the magnitude `a` (sign cleared) of a value of the source format (sm stored mantissa
+ * bits, exponent bias sb) to the destination format (dm < sm mantissa bits, bias db, so its
+ * all-ones exponent field is 2*db+1), to nearest, ties to even. Returns the destination
+ * magnitude bits: infinity from the overflow threshold (max finite + half an ulp) up, and for
+ * a NaN a quiet NaN (quiet bit set) that keeps the top dm bits of the payload. */
+static inline uint64_t narrow(uint64_t a, int sm, int sb, int dm, int db) {
+  const int shift = sm - dm;
+  const uint64_t src_inf = (uint64_t)(2 * sb + 1) << sm;
+  const uint64_t dst_inf = (uint64_t)(2 * db + 1) << dm;
+  const uint64_t rebias = (uint64_t)(sb - db) << sm;
+  const uint64_t min_normal = (uint64_t)(sb - db + 1) << sm;
+  /* max finite of the destination plus half its ulp, in source bits: the destination's top
+   * biased exponent 2*db rebiased to sb - db + 2*db, all dm mantissa bits, then half an ulp */
+  const uint64_t overflow =
+      ((uint64_t)(sb + db) << sm) | ((((uint64_t)1 << dm) - 1) << shift) | ((uint64_t)1 << (shift - 1));
+  if (a >= overflow) {
+    if (a > src_inf) return dst_inf | ((uint64_t)1 << (dm - 1)) | ((a >> shift) & (((uint64_t)1 << dm) - 1));
+    return dst_inf;
+  }
+  if (a >= min_normal) {
+    uint64_t r = a - rebias;
+    r += ((uint64_t)1 << (shift - 1)) - 1 + ((r >> shift) & 1);
+    return r >> shift; /* a carry out of the mantissa correctly bumps the exponent */
+  }
+  /* destination subnormal (or zero): value in units of the destination's subnormal spacing
+   * is m * 2^-s; a source subnormal has exponent field 0 and no hidden bit */
+  const uint64_t e = a >> sm;
+  const uint64_t m = e ? (a & (((uint64_t)1 << sm) - 1)) | ((uint64_t)1 << sm) : a;
+  long s = (long)(sb - db) + shift + 1 - (long)(e ? e : 1);
+  if (s > sm + 2) s = sm + 2; /* m < 2^(sm+1): any larger shift rounds to zero just the same */
+  const uint64_t q = m >> s;
+  const uint64_t rem = m & (((uint64_t)1 << s) - 1);
+  const uint64_t half = (uint64_t)1 << (s - 1);
+  return q + ((rem > half) | ((rem == half) & (q & 1)));
+}
+
+uint16_t kv_f32_to_f16(float x) {
+  const uint32_t u = f32_bits(x);
+  return (uint16_t)(((u >> 16) & 0x8000u) | narrow(u & 0x7fffffffu, 23, 127, 10, 15));
+}
+
+uint16_t kv_f64_to_f16(double x) {
+  const uint64_t u = f64_bits(x);
+  return (uint16_t)(((u >> 48) & 0x8000u) | narrow(u & 0x7fffffffffffffffULL, 52, 1023, 10, 15));
+}
+
+uint16_t kv_f32_to_bf16(float x) {
+  const uint32_t u = f32_bits(x);
+  return (uint16_t)(((u >> 16) & 0x8000u) | narrow(u & 0x7fffffffu, 23, 127, 7, 127));
+}
+
+uint16_t kv_f64_to_bf16(double x) {
+  const uint64_t u = f64_bits(x);
+  return (uint16_t)(((u >> 48) & 0x8000u) | narrow(u & 0x7fffffffffffffffULL, 52, 1023, 7, 127));
+}
+
+/* fp64 -> fp32 with round to nearest even, independent of the FPU rounding mode. */
+static inline float f64_to_f32(double x) {
+  const uint64_t u = f64_bits(x);
+  return bits_f32((uint32_t)((u >> 32) & 0x80000000u) | (uint32_t)narrow(u & 0x7fffffffffffffffULL, 52, 1023, 23, 127));
+}
+
+float kv_f16_to_f32(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  const uint32_t a = h & 0x7fffu;
+  if (a >= 0x7c00u) return bits_f32(sign | 0x7f800000u | ((a & 0x3ffu) << 13)); /* inf, NaN */
+  if (a >= 0x0400u) return bits_f32(sign | ((a + ((127u - 15u) << 10)) << 13)); /* normal */
+  if (a == 0) return bits_f32(sign);
+  /* subnormal a * 2^-24: normalise so the leading bit becomes the hidden bit */
+  const int lead = 31 - __builtin_clz(a); /* 0..9 */
+  const uint32_t mant = (a << (23 - lead)) & 0x7fffffu;
+  return bits_f32(sign | ((uint32_t)(lead - 24 + 127) << 23) | mant);
+}
+
+float kv_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+
+float kv_round_f32(float x, kv_dtype t) {
+  switch (t) {
+    case KV_FP16: return kv_f16_to_f32(kv_f32_to_f16(x));
+    case KV_BF16: return kv_bf16_to_f32(kv_f32_to_bf16(x));
+    default: return x;
+  }
+}
+
+double kv_round_f64(double x, kv_dtype t) {
+  switch (t) {
+    case KV_FP16: return kv_f16_to_f32(kv_f64_to_f16(x));
+    case KV_BF16: return kv_bf16_to_f32(kv_f64_to_bf16(x));
+    case KV_FP32: return f64_to_f32(x);
+    default: return x;
+  }
+}
+
+double kv_load(const void *buf, size_t i, kv_dtype t) {
+  switch (t) {
+    case KV_FP16: return kv_f16_to_f32(((const uint16_t *)buf)[i]);
+    case KV_BF16: return kv_bf16_to_f32(((const uint16_t *)buf)[i]);
+    case KV_FP32: return ((const float *)buf)[i];
+    default: return ((const double *)buf)[i];
+  }
+}
+
+void kv_store(void *buf, size_t i, kv_dtype t, double v) {
+  switch (t) {
+    case KV_FP16: ((uint16_t *)buf)[i] = kv_f64_to_f16(v); break;
+    case KV_BF16: ((uint16_t *)buf)[i] = kv_f64_to_bf16(v); break;
+    case KV_FP32: ((float *)buf)[i] = f64_to_f32(v); break;
+    default: ((double *)buf)[i] = v; break;
+  }
+}
+
+/* Precision p (significand bits with the hidden one) and minimum normal exponent. */
+static void type_format(kv_dtype t, int *p, int *emin) {
+  switch (t) {
+    case KV_FP16: *p = 11, *emin = -14; break;
+    case KV_BF16: *p = 8, *emin = -126; break;
+    case KV_FP32: *p = 24, *emin = -126; break;
+    default: *p = 53, *emin = -1022; break;
+  }
+}
+
+double kv_ulp_distance(double a, double b, kv_dtype t) {
+  if (!isfinite(a) || !isfinite(b)) return INFINITY;
+  int p, emin;
+  type_format(t, &p, &emin);
+  const int e = (int)((f64_bits(b) >> 52) & 0x7ff) - 1023; /* |b| in [2^e, 2^(e+1)); -1023 for 0 */
+  const int q = (e < emin ? emin : e) - (p - 1);           /* ulp = 2^q, q >= -1074 */
+  const double ulp = q >= -1022 ? bits_f64((uint64_t)(q + 1023) << 52) : bits_f64((uint64_t)1 << (q + 1074));
+  return fabs(a - b) / ulp;
+}
+
+double kv_dtype_max(kv_dtype t) {
+  switch (t) {
+    case KV_FP16: return 65504.0;
+    case KV_BF16: return bits_f64(0x47efe00000000000ULL); /* (2 - 2^-7) * 2^127 */
+    case KV_FP32: return bits_f64(0x47efffffe0000000ULL); /* (2 - 2^-23) * 2^127 */
+    default: return bits_f64(0x7fefffffffffffffULL);
+  }
+}

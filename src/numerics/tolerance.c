@@ -1,0 +1,39 @@
+/* tolerance.c - the default tolerance of each precision and the per-element bound
+ *   bound = c1 * u_out * |ref| + c2 * sqrt(K) * u_acc * mag + abs_floor.
+ * The defaults (c1 = c2 = 2, abs_floor = the storage type's smallest subnormal, rel_floor =
+ * its smallest normal) are derived in docs/NUMERICS.md from the error model: round-to-
+ * nearest output (<= u_out * |ref|), accumulation error ~ sqrt(K) * u_acc * mag for
+ * round-to-nearest and for truncating tensor-core fp32 accumulation on kval's inputs, and
+ * the subnormal spacing of the output type. */
+#include "numerics/tolerance.h"
+
+#include <math.h>
+
+/* Smallest normal 2^emin of a type. */
+static double min_normal(kv_dtype t) {
+  switch (t) {
+    case KV_FP16: return 0x1p-14;
+    case KV_BF16:
+    case KV_FP32: return 0x1p-126;
+    default: return 0x1p-1022;
+  }
+}
+
+kv_tolerance kv_tolerance_default(kv_precision p) {
+  kv_tolerance t;
+  t.c1 = 2.0;
+  t.c2 = 2.0;
+  /* smallest subnormal = 2^emin * 2^(1-p) = 2 * u * 2^emin: twice the largest absolute
+   * error of rounding to nearest in the subnormal range */
+  t.abs_floor = 2.0 * kv_dtype_unit_roundoff(p.storage) * min_normal(p.storage);
+  t.rel_floor = min_normal(p.storage);
+  return t;
+}
+
+/* errstats.c evaluates the same expression with the same two coefficients, in the same
+ * order, so its ratios are bit for bit err / kv_tolerance_bound(). */
+double kv_tolerance_bound(const kv_tolerance *t, kv_precision p, double ref, double mag, double red_len) {
+  const double a = t->c1 * kv_dtype_unit_roundoff(p.storage);
+  const double b = t->c2 * sqrt(red_len > 1.0 ? red_len : 1.0) * kv_dtype_unit_roundoff(p.accum);
+  return a * fabs(ref) + b * mag + t->abs_floor;
+}
