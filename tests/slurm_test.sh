@@ -66,7 +66,7 @@ fi
 
 # 2. fleet.sh: one job per node and the dependent analysis job.
 node=$(sinfo -h -N -o %N | head -n 1)
-sh "$top_srcdir/jobs/fleet.sh" -w "$node" -g 0 -o "$tmp/fleet" -d "$tmp/tiny.deck" -t 00:05:00 -- --overcommit \
+bash "$top_srcdir/jobs/fleet.sh" -w "$node" -g 0 -o "$tmp/fleet" -d "$tmp/tiny.deck" -t 00:05:00 -- --overcommit \
   >"$tmp/fleet.log" 2>&1 || { fail "fleet.sh"; cat "$tmp/fleet.log"; }
 wait_jobs || fail "fleet jobs did not finish"
 ls "$tmp/fleet"/kval-*.h5 >/dev/null 2>&1 || fail "fleet campaign wrote no HDF5 file"
