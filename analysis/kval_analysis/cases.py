@@ -1,0 +1,116 @@
+"""cases.py - per-case tables derived from the family Datasets: precision decoding and unit
+roundoffs, the reduction length of each case (gemm K parsed from "MxNxK", fa2 key length,
+norm hidden size), one row per case aggregated over ranks, throughput per case and status
+counts per family and precision."""
+import numpy as np
+import pandas as pd
+
+from .io import RAN, STATUS_NAMES, case_frame
+
+UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24, "fp64": 2.0**-53}
+ERROR_STATS = ("max_bound_ratio", "max_abs", "max_rel", "rel_l2", "max_ulp", "p99_ulp", "floor_ratio",
+               "aux_max_abs", "n_nan", "n_inf")
+THROUGHPUT_STATS = ("time_median", "tflops", "gbps", "intensity", "roofline_frac")
+
+
+def split_precision(precision):
+    """'fp16:fp32' -> ('fp16', 'fp32'); a name without ':' is storage = accumulator."""
+    storage, _, accum = str(precision).partition(":")
+    return storage, (accum or storage)
+
+
+def unit_roundoff(dtype):
+    return UNIT_ROUNDOFF.get(dtype, np.nan)
+
+
+def parse_shape(shape):
+    """'MxNxK' -> (M, N, K) as ints; NaNs when the text is not of that form."""
+    parts = str(shape).lower().split("x")
+    if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
+        return (np.nan, np.nan, np.nan)
+    return tuple(int(p) for p in parts)
+
+
+def reduction_length(family, frame, params):
+    """The K of the sqrt(K)*u error model of every row: gemm K, fa2 key length (P.V
+    reduction), norm hidden size; NaN for families without a known reduction."""
+    if family == "gemm" and "shape" in frame:
+        return frame["shape"].map(lambda s: parse_shape(s)[2]).astype(float)
+    if family == "fa2" and "seqlen" in frame:
+        seqlen_k = float(params.get("seqlen_k", 0) or 0)
+        return pd.Series(seqlen_k if seqlen_k > 0 else frame["seqlen"].astype(float), index=frame.index,
+                         dtype=float)
+    if "hidden" in frame:
+        return frame["hidden"].astype(float)
+    return pd.Series(np.nan, index=frame.index)
+
+
+def family_frame(ds, variables=None):
+    """case_frame plus derived columns: storage, accum, K (reduction length) and, for gemm, M, N."""
+    frame = case_frame(ds, variables)
+    family = ds.attrs["family"]
+    if "precision" in frame:
+        split = frame["precision"].map(split_precision)
+        frame["storage"] = split.map(lambda t: t[0]).astype(object)
+        frame["accum"] = split.map(lambda t: t[1]).astype(object)
+    if family == "gemm" and "shape" in frame:
+        mnk = frame["shape"].map(parse_shape)
+        frame["M"] = mnk.map(lambda t: t[0]).astype(float)
+        frame["N"] = mnk.map(lambda t: t[1]).astype(float)
+    frame["K"] = reduction_length(family, frame, ds.attrs.get("params", {}))
+    return frame
+
+
+
+def status_matrix(runs):
+    """Counts of (rank, cell) statuses per family and precision."""
+    rows = []
+    for name, ds in runs.families.items():
+        frame = case_frame(ds, ["status"])
+        keys = ["precision"] if "precision" in frame else []
+        groups = frame.groupby(keys) if keys else [(("all",), frame)]
+        for key, sub in groups:
+            counts = sub["status"].value_counts()
+            row = {"family": name, "precision": key[0] if isinstance(key, tuple) else key}
+            row.update({s: int(counts.get(s, 0)) for s in STATUS_NAMES})
+            extra = [s for s in counts.index if s not in STATUS_NAMES]
+            if extra:
+                row["other"] = int(sum(counts[s] for s in extra))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def worst_per_case(frame, axes, by="max_bound_ratio"):
+    """One row per case: the rank with the largest `by` among ranks that ran it."""
+    ran = frame[frame["status"].isin(RAN + ("error",))]
+    if by in ran:
+        ran = ran.assign(_key=ran[by].fillna(-np.inf)).sort_values("_key", ascending=False).drop(columns="_key")
+    return ran.drop_duplicates(subset=axes, keep="first")
+
+
+def typical_per_case(frame, axes, by="max_bound_ratio"):
+    """One row per case: the rank with the median `by` among the ranks that ran it (the lower
+    median for an even count), so one faulty rank does not stand for the case."""
+    ran = frame[frame["status"].isin(RAN + ("error",))]
+    if ran.empty:
+        return ran
+    key = ran[by].fillna(np.inf) if by in ran else pd.Series(0.0, index=ran.index)
+    ran = ran.assign(_key=key).sort_values(axes + ["_key"], kind="stable")
+    g = ran.groupby(axes, sort=False)
+    pos, size = g.cumcount(), g["_key"].transform("size")
+    return ran[pos == (size - 1) // 2].drop(columns="_key")
+
+
+def throughput_table(frame, axes):
+    """Per case (over the ranks that ran it): median time and rates, rank spread of time."""
+    ran = frame[frame["status"].isin(RAN) & np.isfinite(frame["time_median"].astype(float))]
+    if ran.empty:
+        return pd.DataFrame()
+    stats = [c for c in THROUGHPUT_STATS if c in ran]
+    g = ran.groupby(axes, sort=True)
+    table = g[stats].median()
+    table["ranks"] = g["time_median"].count()
+    table["spread"] = g["time_median"].max() / g["time_median"].min()
+    table = table.reset_index()
+    table["time_us"] = table.pop("time_median") * 1e6
+    return table[axes + ["ranks", "time_us"] + [c for c in stats if c != "time_median"] + ["spread"]]

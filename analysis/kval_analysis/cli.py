@@ -1,0 +1,102 @@
+"""cli.py - the `kval-analyze` command line: subcommands report, fleet and precision.
+Exit status: 0 done (fleet: nothing flagged), 1 fleet flagged something, 2 bad input or
+usage (missing file, not HDF5, not a kval file, unsupported layout_version)."""
+import argparse
+import sys
+
+from . import __version__
+from .io import KvalInputError, load
+
+EXIT_OK, EXIT_FLAGGED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _positive(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be > 0")
+    return value
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="kval-analyze",
+                                description="Reports, fleet-regression verdicts and precision studies "
+                                            "from kval HDF5 files.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    r = sub.add_parser("report", help="HTML page + Markdown summary + PNG plots of one or many runs")
+    r.add_argument("files", nargs="+", metavar="FILE", help="kval HDF5 files (combined along rank)")
+    r.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory (created)")
+    f = sub.add_parser("fleet", help="fingerprint, performance-outlier, failure and baseline checks; "
+                                     "exit 1 when anything is flagged")
+    f.add_argument("files", nargs="+", metavar="FILE", help="kval HDF5 files of this run")
+    f.add_argument("--baseline", nargs="+", metavar="FILE", help="kval files of an earlier run to compare with")
+    f.add_argument("--json", metavar="OUT", help="write the full result as JSON")
+    f.add_argument("--junit", metavar="OUT", help="write JUnit XML (one testcase per GPU and check)")
+    f.add_argument("--z", type=_positive, default=3.5,
+                   help="flag a GPU whose median robust z-score of time over its cases exceeds this (3.5)")
+    f.add_argument("--slow", type=_positive, default=0.10,
+                   help="flag a GPU whose median slowdown vs its peers exceeds this fraction (0.10)")
+    f.add_argument("--mad-floor", type=_positive, default=0.02,
+                   help="lower bound of the MAD as a fraction of the median time (0.02)")
+    f.add_argument("--regress", type=_positive, default=0.10,
+                   help="baseline: flag a case whose time grew by more than this fraction (0.10)")
+    f.add_argument("--error-factor", type=_positive, default=2.0,
+                   help="baseline: flag a case whose max_ulp or rel_l2 grew by more than this factor (2)")
+    f.add_argument("-q", "--quiet", action="store_true", help="no text report on stdout")
+    q = sub.add_parser("precision", help="fp16/bf16 storage and accumulation study: HTML + Markdown + PNGs")
+    q.add_argument("files", nargs="+", metavar="FILE", help="kval HDF5 files")
+    q.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory (created)")
+    return p
+
+
+def _fleet(args):
+    from . import fleet, fleet_output
+
+    runs = load(args.files)
+    baseline = load(args.baseline) if args.baseline else None
+    opts = fleet.FleetOptions(z=args.z, slow=args.slow, mad_floor=args.mad_floor, regress=args.regress,
+                              error_factor=args.error_factor)
+    res = fleet.analyse(runs, baseline, opts)
+    if not args.quiet:
+        sys.stdout.write(fleet_output.text_report(res))
+    if args.json:
+        fleet_output.write_json(res, args.json)
+    if args.junit:
+        fleet_output.write_junit(res, args.junit)
+    return EXIT_FLAGGED if res["flagged"] else EXIT_OK
+
+
+def _report(args):
+    from .report import build_report
+
+    html, md = build_report(load(args.files), args.output)
+    print(f"report: {html}\nsummary: {md}")
+    return EXIT_OK
+
+
+def _precision(args):
+    from .precision import build_precision
+
+    html, md = build_precision(load(args.files), args.output)
+    print(f"precision study: {html}\nsummary: {md}")
+    return EXIT_OK
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    try:
+        return {"report": _report, "fleet": _fleet, "precision": _precision}[args.command](args)
+    except KvalInputError as err:
+        print(f"kval-analyze: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as err:
+        print(f"kval-analyze: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""test_io.py - loading kval files: named dimensions from dimension scales, per-rank
+coordinates, multi-file combination, string flavours, and clear errors (exit 2) on bad input."""
+import h5py
+import numpy as np
+import pytest
+
+import synth
+from kval_analysis import cli
+from kval_analysis.io import KvalInputError, case_frame, load
+
+
+def test_single_file_named_dims_and_coords(clean_file):
+    runs = load([clean_file])
+    ds = runs.family("fa2")
+    assert ds["time_median"].dims == ("rank", "precision", "headdim", "seqlen", "causal", "batch", "heads", "dist")
+    assert ds["hist"].dims[-1] == "hist_bin"
+    assert list(ds["headdim"].values) == [64, 128]
+    assert list(ds["precision"].values) == ["fp16:fp32", "bf16:fp32", "fp16:fp16", "fp32:fp32"]
+    assert set(np.unique(ds["status"].values)) == {"pass", "skipped"}
+    assert (ds["status"].sel(precision="fp32:fp32") == "skipped").all()
+    msg = ds["message"].sel(precision="fp32:fp32").values.ravel()[0]
+    assert msg == "fp32 storage not implemented for fa2"
+    for coord in ("host", "gpu_uuid", "gpu_name", "file", "run_time"):
+        assert ds[coord].dims == ("rank",)
+    assert list(ds["host"].values) == ["node00", "node00", "node01", "node01", "node02", "node02"]
+    assert ds["gpu_uuid"].values[3] == synth.gpu_uuid("node01", 1)
+    assert ds.attrs["params"]["tokens"] == 16384.0
+    assert ds["fingerprint"].dtype == np.uint64
+    assert len(runs.ranks) == 6 and runs.notes == []
+
+
+def test_multi_file_combination(make_file):
+    a = make_file("a.h5", nranks=2, host_prefix="alpha")
+    b = make_file("b.h5", nranks=2, host_prefix="beta", fixed_strings=True)
+    runs = load([a, b])
+    ds = runs.family("gemm")
+    assert list(ds["rank"].values) == [0, 1, 2, 3]
+    assert list(ds["rank_in_file"].values) == [0, 1, 0, 1]
+    assert list(ds["file"].values) == [a, a, b, b]
+    assert list(ds["host"].values) == ["alpha00", "alpha00", "beta00", "beta00"]
+    assert ds["gpu_uuid"].values[2] == synth.gpu_uuid("beta00", 0)
+    assert ds["fingerprint"].dtype == np.uint64
+    assert list(runs.ranks["host"]) == ["alpha00", "alpha00", "beta00", "beta00"]
+    frame = case_frame(ds, ["status", "time_median"])
+    assert len(frame) == 4 * 3 * 4 * 1 * 3 * 1
+    assert set(frame["file"]) == {a, b}
+
+
+def test_outer_join_of_different_axes(make_file, tmp_path):
+    a = make_file("a.h5", nranks=2, families=("layernorm",))
+    b = make_file("b.h5", nranks=2, host_prefix="other", families=("layernorm",))
+    with h5py.File(b, "a") as f:  # b swept one extra hidden size: rename 4096 -> 8192
+        f["layernorm/hidden"][2] = 8192
+    ds = load([a, b]).family("layernorm")
+    assert list(ds["hidden"].values) == [256, 1024, 4096, 8192]
+    assert (ds["status"].sel(hidden=8192).isel(rank=[0, 1]) == "not_run").all()
+    assert (ds["fingerprint"].sel(hidden=8192).isel(rank=[0, 1]) == 0).all()
+    assert ds["n_checked"].dtype == np.int64
+
+
+def test_dimensions_read_by_name_not_position(make_file):
+    path = make_file("perm.h5", nranks=2, families=("fa2",))
+    with h5py.File(path, "a") as f:
+        g = f["fa2"]
+        data = g["time_median"][()]
+        del g["time_median"]
+        order = [0, 3, 2, 1, 4, 5, 6, 7]  # rank, seqlen, headdim, precision, ...
+        names = ["rank", "precision", "headdim", "seqlen", "causal", "batch", "heads", "dist"]
+        d = g.create_dataset("time_median", data=np.transpose(data, order))
+        for i, axis in enumerate(order):
+            d.dims[i].attach_scale(g[names[axis]])
+        expected = data[1, 2, 1, 0, 1, 0, 0, 0]
+    ds = load([path]).family("fa2")
+    got = ds["time_median"].sel(rank=1, precision="fp16:fp16", headdim=128, seqlen=512, causal=1).values.item()
+    assert got == expected
+
+
+@pytest.mark.parametrize("damage, expect", [
+    ("no_ranks", "group /ranks is missing"),
+    ("layout", "layout_version 7 is not supported"),
+    ("no_layout", "'layout_version' is missing"),
+    ("no_axes", "group /gemm attribute(s) missing: axes"),
+    ("no_status", "group /gemm dataset(s) missing: status"),
+    ("no_scale", "has no dimension scale attached"),
+    ("no_nranks", "root attribute(s) missing: nranks"),
+])
+def test_bad_kval_files_exit_2(make_file, capsys, damage, expect):
+    kwargs = {"no_ranks": {"drop_groups": ("ranks",)}, "layout": {"layout_version": 7},
+              "no_layout": {"drop_root_attrs": ("layout_version",)},
+              "no_nranks": {"drop_root_attrs": ("nranks",)}}.get(damage, {})
+    path = make_file("bad.h5", nranks=2, families=("gemm",), **kwargs)
+    with h5py.File(path, "a") as f:
+        if damage == "no_axes":
+            del f["gemm"].attrs["axes"]
+        elif damage == "no_status":
+            del f["gemm/status"]
+        elif damage == "no_scale":
+            data = f["gemm/rel_l2"][()]
+            del f["gemm/rel_l2"]
+            f["gemm"].create_dataset("rel_l2", data=data)
+    with pytest.raises(KvalInputError, match=path.replace(".", r"\.")):
+        load([path])
+    for command in (["report", path, "-o", path + ".d"], ["fleet", path], ["precision", path, "-o", path + ".p"]):
+        assert cli.main(command) == 2
+        err = capsys.readouterr().err
+        assert expect in err and path in err
+
+
+def test_incomplete_run_is_noted(make_file):
+    path = make_file("killed.h5", nranks=2, families=("rmsnorm",))
+    with h5py.File(path, "a") as f:
+        f.attrs["complete"] = np.int64(0)
+    runs = load([path])
+    assert any("did not complete" in note for note in runs.notes)
+
+
+def test_not_hdf5_and_missing_file(tmp_path, capsys):
+    text = tmp_path / "notes.txt"
+    text.write_text("not an hdf5 file\n")
+    assert cli.main(["fleet", str(text)]) == 2
+    assert "not an HDF5 file" in capsys.readouterr().err
+    missing = str(tmp_path / "nope.h5")
+    assert cli.main(["report", missing, "-o", str(tmp_path / "out")]) == 2
+    assert f"{missing}: no such file" in capsys.readouterr().err
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["x"] = np.arange(3)
+    assert cli.main(["precision", str(other), "-o", str(tmp_path / "p")]) == 2
+    assert "not a kval file" in capsys.readouterr().err
+
+
+def test_missing_baseline_file_exit_2(clean_file, tmp_path, capsys):
+    assert cli.main(["fleet", clean_file, "--baseline", str(tmp_path / "gone.h5")]) == 2
+    assert "gone.h5: no such file" in capsys.readouterr().err

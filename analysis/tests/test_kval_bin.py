@@ -1,0 +1,70 @@
+"""test_kval_bin.py - end to end with the real C program: runs a tiny deck on 2 MPI ranks with
+the cpu backend (`mpirun -np 2 $KVAL_BIN --backend cpu DECK -o f.h5`) and feeds the file to
+report, fleet and precision. Runs only when KVAL_BIN names an executable and mpirun exists."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from kval_analysis import cli
+from kval_analysis.io import load
+
+KVAL_BIN = os.environ.get("KVAL_BIN", "")
+TINY_DECK = """# tiny deck of the analysis integration test
+[gemm]
+variant = kval-mma
+precision = fp16:fp32 bf16:fp32
+shape = 32x32x32 32x32x64
+
+[rmsnorm]
+precision = fp16:fp32 fp32:fp32
+rows = 8
+hidden = 64 128
+
+[fa2]
+precision = fp16:fp32
+headdim = 64
+seqlen = 32 64
+causal = 0 1
+heads = 2
+tokens = 64
+"""
+
+pytestmark = pytest.mark.skipif(
+    not (KVAL_BIN and os.access(KVAL_BIN, os.X_OK) and shutil.which("mpirun")),
+    reason="needs KVAL_BIN pointing to a built kval binary and mpirun on PATH")
+
+
+def test_real_kval_file(tmp_path, capsys):
+    deck = tmp_path / "tiny.deck"
+    deck.write_text(TINY_DECK)
+    out = tmp_path / "f.h5"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    proc = subprocess.run(["mpirun", "-np", "2", KVAL_BIN, "--backend", "cpu", str(deck), "-o", str(out)],
+                          env=env, capture_output=True, text=True, timeout=900)
+    # 0: every case passed, 1: some case failed validation (the file is complete either way)
+    assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-4000:]
+
+    runs = load([str(out)])
+    assert len(runs.ranks) == 2
+    assert set(runs.families) == {"gemm", "rmsnorm", "fa2"}
+    gemm = runs.family("gemm")
+    assert list(gemm["shape"].values) == ["32x32x32", "32x32x64"]
+    assert set(gemm["status"].values.ravel()) <= {"pass", "fail_tolerance", "fail_nonfinite"}, \
+        gemm["message"].values  # every case ran on both ranks
+
+    assert cli.main(["report", str(out), "-o", str(tmp_path / "rep")]) == 0
+    for name in ("report.html", "report.md", "gemm_error_vs_K.png", "roofline.png"):
+        assert os.path.getsize(tmp_path / "rep" / name) > 0
+    js, ju = str(tmp_path / "fleet.json"), str(tmp_path / "fleet.xml")
+    rc = cli.main(["fleet", str(out), "--json", js, "--junit", ju])
+    res = json.load(open(js))
+    assert res["fingerprint"]["disagreements"] == []  # identical emulation on both ranks
+    assert sorted(res["fingerprint"]["comparable_ranks"]) == [0, 1]
+    assert rc == (1 if res["flagged"] else 0)  # CPU timing of 2 oversubscribed ranks may differ
+    assert cli.main(["precision", str(out), "-o", str(tmp_path / "prec")]) == 0
+    assert os.path.getsize(tmp_path / "prec" / "precision.html") > 0
+    capsys.readouterr()
