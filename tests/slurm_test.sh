@@ -70,7 +70,7 @@ bash "$top_srcdir/jobs/fleet.sh" -w "$node" -g 0 -o "$tmp/fleet" -d "$tmp/tiny.d
   >"$tmp/fleet.log" 2>&1 || { fail "fleet.sh"; cat "$tmp/fleet.log"; }
 wait_jobs || fail "fleet jobs did not finish"
 ls "$tmp/fleet"/kval-*.h5 >/dev/null 2>&1 || fail "fleet campaign wrote no HDF5 file"
-for out in fleet.txt fleet.json fleet-junit.xml report/index.html; do
+for out in fleet.txt fleet.json fleet-junit.xml report/report.html; do
   [ -s "$tmp/fleet/$out" ] || { fail "fleet analysis did not write $out"; cat "$tmp/fleet"/*.out 2>/dev/null; }
 done
 grep -q "<testsuite" "$tmp/fleet/fleet-junit.xml" 2>/dev/null || fail "fleet JUnit XML has no testsuite"
@@ -111,6 +111,14 @@ i=0
 while [ ! -f "$tmp/requeue/kval-$rid.h5" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
 sleep 2
 scancel --batch --signal=USR1 "$rid"   # what --signal=B:USR1@120 sends before the time limit
+# Slurm holds a requeued job back (reason BeginTime); release it at once.
+i=0
+while [ $i -lt 100 ]; do
+  reason=$(squeue -h -j "$rid" -o %r 2>/dev/null)
+  [ "$reason" = "BeginTime" ] && { scontrol update JobId="$rid" StartTime=now; break; }
+  [ -z "$(squeue -h -j "$rid" 2>/dev/null)" ] && break
+  sleep 0.3; i=$((i + 1))
+done
 wait_jobs || fail "requeued job did not finish"
 log="$tmp/requeue/kval-$rid.out"
 grep -q "kval exited 143" "$log" || { fail "SIGTERM did not end kval with 143"; cat "$log"; }
