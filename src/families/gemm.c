@@ -93,6 +93,13 @@ static const char *gemm_invalid(const kv_case *c, const char *backend) {
     if (backend && strcmp(backend, "cpu") == 0) return "cublas needs the cuda backend";
     if (c->prec.accum == KV_BF16) return "cublas has no bf16 accumulation";
   }
+  if (strcmp(kv_case_str(c, "variant"), "kval-wgmma") == 0) {
+    /* TMA needs 16-byte row strides: the stored row lengths must be multiples of 8. */
+    const char *layout = kv_case_str(c, "layout");
+    long long a_row = layout[0] == 't' ? m : k, b_row = layout[1] == 't' ? k : n;
+    if (a_row % 8 != 0 || b_row % 8 != 0)
+      return "kval-wgmma: TMA needs the stored row lengths of A and B (K or M, N or K) to be multiples of 8";
+  }
   return NULL;
 }
 
@@ -104,7 +111,8 @@ static void gemm_cost(const kv_case *c, kv_cost *o) {
   o->bytes = (m * k + k * n + m * n * (d.has_c ? 2.0 : 1.0)) * s;
   o->red_len = k;
   o->ref_flops = 4.0 * m * n * k; /* products and sums of both the value and |A||B| */
-  o->device_bytes = o->bytes + 2.0 * sizeof(double) * m * n;
+  /* reference: value and magnitude of D, plus the upcast A and B of the DGEMMs */
+  o->device_bytes = o->bytes + 2.0 * sizeof(double) * m * n + sizeof(double) * (m * k + k * n);
   o->rows = (size_t)d.m;
   o->row_len = (size_t)d.n;
 }

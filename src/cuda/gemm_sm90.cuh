@@ -1,0 +1,173 @@
+/* gemm_sm90.cuh - thin wrappers over the Hopper (sm_90a) PTX the kval-wgmma GEMM uses:
+ * mbarrier (init, expect-tx arrival, arrival, parity wait), TMA 2-D tile loads
+ * (cp.async.bulk.tensor completing on an mbarrier), the wgmma shared-memory matrix
+ * descriptor for 128-byte swizzled tiles, wgmma.mma_async m64n256k16 (fp32 accumulators
+ * for fp16/bf16 inputs, fp16 accumulators for fp16 inputs), and setmaxnreg. */
+#ifndef KVAL_GEMM_SM90_CUH
+#define KVAL_GEMM_SM90_CUH
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+/* wgmma, setmaxnreg and friends exist only in the arch-specific sm_90a target. */
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define KV_SM90A 1
+#else
+#define KV_SM90A 0
+#endif
+
+__device__ __forceinline__ uint32_t kv_smem_addr(const void *p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/* ---- mbarrier ---- */
+__device__ __forceinline__ void kv_mbar_init(uint64_t *bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(kv_smem_addr(bar)), "r"(count) : "memory");
+}
+/* Make barrier initialisation visible to the async proxy (TMA) and the other threads. */
+__device__ __forceinline__ void kv_mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void kv_mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(kv_smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void kv_mbar_arrive(uint64_t *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(kv_smem_addr(bar)) : "memory");
+}
+/* Wait until the phase of the given parity has completed. */
+__device__ __forceinline__ void kv_mbar_wait(uint64_t *bar, uint32_t parity) {
+  const uint32_t addr = kv_smem_addr(bar);
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+/* ---- TMA: one 2-D box (c0 = innermost coordinate) into shared memory ---- */
+__device__ __forceinline__ void kv_tma_load_2d(void *dst, const CUtensorMap *map, uint64_t *bar, int c0,
+                                               int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
+          kv_smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(kv_smem_addr(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+/* ---- TMA store of a 2-D box from shared memory, bulk-group completion ---- */
+__device__ __forceinline__ void kv_tma_store_2d(const CUtensorMap *map, const void *src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(kv_smem_addr(src)), "r"(c0), "r"(c1)
+               : "memory");
+}
+__device__ __forceinline__ void kv_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+/* Wait until at most N bulk groups are pending: reading their shared memory (READ) or all. */
+template <int N> __device__ __forceinline__ void kv_bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+template <int N> __device__ __forceinline__ void kv_bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+}
+/* Order this thread's ordinary shared-memory writes before later async-proxy (TMA) reads. */
+__device__ __forceinline__ void kv_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+/* Barrier among `threads` threads (a warpgroup) on hardware barrier `id` (1..15). */
+__device__ __forceinline__ void kv_named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+/* ---- wgmma ---- */
+/* Shared-memory matrix descriptor, 128-byte swizzle; byte offsets as the PTX ISA defines
+ * them (K-major: sbo = stride of 8-row groups; MN-major: lbo = stride of 64-element
+ * MN chunks, sbo = stride of 8-row k groups). Tiles start on 1024-byte boundaries. */
+__device__ __forceinline__ uint64_t kv_wgmma_desc(uint32_t smem_addr, uint32_t lbo, uint32_t sbo) {
+  return (uint64_t)((smem_addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo & 0x3FFFF) >> 4) << 16) |
+         ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void kv_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void kv_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void kv_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+/* Keep the compiler from moving accumulator reads or writes across a wgmma wait. */
+__device__ __forceinline__ void kv_reg_fence(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void kv_reg_fence(uint32_t &r) { asm volatile("" : "+r"(r)::"memory"); }
+
+#define KV_WG_REGS128 \
+  "{" \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
+  "}"
+#define KV_WG_REGS64 \
+  "{" \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
+  "}"
+
+#define KV_WG_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define KV_WG_F16(i) KV_WG_F4(i), KV_WG_F4(i + 4), KV_WG_F4(i + 8), KV_WG_F4(i + 12)
+#define KV_WG_F128                                                                            \
+  KV_WG_F16(0), KV_WG_F16(16), KV_WG_F16(32), KV_WG_F16(48), KV_WG_F16(64), KV_WG_F16(80),    \
+      KV_WG_F16(96), KV_WG_F16(112)
+#define KV_WG_R4(i) "+r"(d[i]), "+r"(d[i + 1]), "+r"(d[i + 2]), "+r"(d[i + 3])
+#define KV_WG_R16(i) KV_WG_R4(i), KV_WG_R4(i + 4), KV_WG_R4(i + 8), KV_WG_R4(i + 12)
+#define KV_WG_R64 KV_WG_R16(0), KV_WG_R16(16), KV_WG_R16(32), KV_WG_R16(48)
+
+/* d (+)= A B for a 64 x 256 x 16 step, fp32 accumulators; TA / TB: A M-major / B N-major. */
+template <class T, int TA, int TB>
+__device__ __forceinline__ void kv_wgmma_f32(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  if constexpr (std::is_same<T, __half>::value) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " KV_WG_REGS128
+                 ", %128, %129, p, 1, 1, %131, %132;\n}\n"
+                 : KV_WG_F128
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " KV_WG_REGS128
+                 ", %128, %129, p, 1, 1, %131, %132;\n}\n"
+                 : KV_WG_F128
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
+  }
+}
+
+/* The same with fp16 accumulators (fp16 inputs), two per register. */
+template <int TA, int TB>
+__device__ __forceinline__ void kv_wgmma_f16(uint32_t (&d)[64], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16 " KV_WG_REGS64
+               ", %64, %65, p, 1, 1, %67, %68;\n}\n"
+               : KV_WG_R64
+               : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
+}
+
+/* ---- register reallocation between warpgroups ---- */
+template <int R> __device__ __forceinline__ void kv_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R));
+}
+template <int R> __device__ __forceinline__ void kv_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R));
+}
+
+#endif
