@@ -46,33 +46,25 @@ static void print_list(void) {
            kv_backends[i]->available() ? "" : " (not available here)");
 }
 
-/* Rank 0 reads the deck and broadcasts its text, so a deck that only rank 0's node can
- * see still works and every rank parses the same bytes. */
+/* Rank 0 parses the deck file (which names the path and system error of an unreadable
+ * file, and rejects NUL bytes) and broadcasts its text, so a deck that only rank 0's node
+ * can see still works and every rank parses the same bytes. */
 static int read_and_parse_deck(const kv_options *opt, int rank, kv_deck *deck, char *err) {
   long len = -1;
-  char *text = NULL;
-  if (rank == 0) {
-    FILE *f = fopen(opt->deck_path, "rb");
-    if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-      text = KV_MALLOC((size_t)len + 1);
-      if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) len = -1;
-    } else {
-      len = -1;
-    }
-    if (f) fclose(f);
-    if (len < 0) snprintf(err, ERRLEN, "kval: cannot read deck '%s'", opt->deck_path);
-  }
+  if (rank == 0 && kv_deck_parse_file(opt->deck_path, deck, err, ERRLEN) == 0) len = (long)strlen(deck->text);
   if (MPI_Bcast(&len, 1, MPI_LONG, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
-  if (len < 0) {
+  if (len < 0) return -1;
+  int rc = 0;
+  if (rank == 0) {
+    if (MPI_Bcast(deck->text, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
+  } else {
+    char *text = KV_MALLOC((size_t)len + 1);
+    if (!text) KV_FATAL("out of memory reading the deck");
+    if (MPI_Bcast(text, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
+    text[len] = '\0';
+    rc = kv_deck_parse_string(opt->deck_path, text, deck, err, ERRLEN);
     free(text);
-    return -1;
   }
-  if (rank != 0) text = KV_MALLOC((size_t)len + 1);
-  if (!text) KV_FATAL("out of memory reading the deck");
-  if (MPI_Bcast(text, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
-  text[len] = '\0';
-  int rc = kv_deck_parse_string(opt->deck_path, text, deck, err, ERRLEN);
-  free(text);
   for (int i = 0; rc == 0 && i < opt->n_sets; i++) rc = kv_deck_apply_set(deck, opt->sets[i], err, ERRLEN);
   return rc;
 }

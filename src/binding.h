@@ -1,9 +1,10 @@
 /* binding.h - which GPU a rank drives. A pure function of the node-local picture, so it is
- * unit-tested without GPUs: ranks on one node that see the same device set (same
- * CUDA_VISIBLE_DEVICES, or none) take devices in local-rank order; ranks that Slurm bound
- * to their own sets (--gpus-per-task, --gpu-bind) each take the first device of their set
- * not taken by a lower local rank with the same set. More ranks than devices is an error
- * naming the host. */
+ * unit-tested without GPUs: going up in local-rank order, each rank takes the first device
+ * of its visible list (CUDA_VISIBLE_DEVICES, or all devices) that no lower local rank has
+ * taken, devices compared by their list entry. Ranks that see the same set therefore take
+ * devices in local-rank order, and ranks that Slurm bound to their own sets
+ * (--gpus-per-task, --gpu-bind) each take their own; overlapping sets never share a GPU.
+ * More ranks than devices is an error naming the host. */
 #ifndef KVAL_BINDING_H
 #define KVAL_BINDING_H
 
