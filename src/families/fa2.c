@@ -8,6 +8,7 @@
  *
  * Reduction length of the tolerance: red_len = max(headdim, seqlen_k), the longer of the two
  * reductions (S = Q K^T over headdim, O = P V over the keys). */
+#include <math.h>
 #include <string.h>
 
 #include "cuda/kval_cuda.h"
@@ -97,7 +98,13 @@ static void fa2_cost(const kv_case *c, kv_cost *o) {
   o->red_len = (double)(d.headdim > d.seqlen_k ? d.headdim : d.seqlen_k);
   /* per visible pair: q.k and |q||k| (4d), P V and its magnitude (4d), one exp */
   o->ref_flops = bh * visible_pairs(&d) * (8.0 * hd + 20.0);
-  o->device_bytes = o->bytes + 2.0 * sizeof(double) * q_elems + sizeof(double) * rows;
+  /* GPU reference workspace (src/cuda/fa2_reference.cu): fp64 K, |K|, V, |V| of one head and
+   * a chunk of nr query rows (scores, probabilities, outputs), nr = min(seqlen, 2^25 / seqlen_k). */
+  double lk = d.seqlen_k > 0 ? (double)d.seqlen_k : 1.0, nr = floor(33554432.0 / lk);
+  if (nr < 1.0) nr = 1.0;
+  if (nr > (double)d.seqlen) nr = (double)d.seqlen;
+  double ref_work = sizeof(double) * (4.0 * lk * hd + 2.0 * nr * hd + 2.0 * nr * lk + nr);
+  o->device_bytes = o->bytes + 2.0 * sizeof(double) * q_elems + sizeof(double) * rows + ref_work;
   o->rows = (size_t)rows;
   o->row_len = (size_t)d.headdim;
 }
