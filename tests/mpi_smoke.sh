@@ -17,7 +17,9 @@ for np in 1 2 4; do
   if ! "$PYTHON" "$top_srcdir/tests/check_layout.py" "$out" --nranks "$np" --expect-run; then
     echo "FAIL: layout check of -np $np"; rc=1
   fi
-  if ! sh "$top_srcdir/tests/check_layout_h5dump.sh" "$out" "$np"; then
+  if [ -z "${H5DUMP:-}" ] && ! command -v h5dump >/dev/null 2>&1; then
+    echo "note: h5dump not installed (Debian/Ubuntu: hdf5-tools): h5dump layout check not run"
+  elif ! sh "$top_srcdir/tests/check_layout_h5dump.sh" "$out" "$np"; then
     echo "FAIL: h5dump layout check of -np $np"; rc=1
   fi
   echo "ok: -np $np"

@@ -48,6 +48,9 @@ extern const kv_backend kv_backend_cuda;
 }
 #endif
 
+#ifdef HAVE_CONFIG_H
+#include "config.h" /* HAVE_CUDA */
+#endif
 #ifdef HAVE_CUDA
 #define KV_CUDA_FAMILY(x) (&(x))
 #else

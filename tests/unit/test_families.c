@@ -170,7 +170,10 @@ static void test_cost(void) {
   EXPECT(c.bytes == 4.0 * 16777216 * 2 + 4.0 * 262144, "fa2 bytes %g", c.bytes);
   EXPECT(c.rows == 262144 && c.row_len == 64 && c.red_len == 512, "fa2 rows %zu x %zu, K %g", c.rows, c.row_len,
          c.red_len);
-  EXPECT(c.device_bytes == c.bytes + 16.0 * 16777216 + 8.0 * 262144, "fa2 device bytes %g", c.device_bytes);
+  /* + the GPU reference workspace: fp64 K, |K|, V, |V| (4*512*64) and a chunk of 512 query rows
+   * (outputs 2*512*64, scores and probabilities 2*512*512, row sums 512) */
+  EXPECT(c.device_bytes == c.bytes + 16.0 * 16777216 + 8.0 * 262144 + 8.0 * (4 * 512 * 64 + 2 * 512 * 64 + 2 * 512 * 512 + 512),
+         "fa2 device bytes %g", c.device_bytes);
   kv_cost cc = cost_of(&kv_family_fa2, "precision=fp16:fp32 headdim=64 seqlen=512 causal=1 heads=16");
   EXPECT(cc.flops == c.flops / 2, "causal self-attention: half the flops (%g)", cc.flops);
   /* cross-attention, 2 batches x 4 heads, d = 32: visible pairs 15 / 12 (3x5 causal) / 6 (5x3 causal) */
@@ -186,7 +189,9 @@ static void test_cost(void) {
   kv_cost g = cost_of(&kv_family_gemm, "precision=fp16:fp32 shape=256x128x64");
   EXPECT(g.flops == 2.0 * 256 * 128 * 64 && g.bytes == (256.0 * 64 + 64 * 128 + 256 * 128) * 2, "gemm %g %g", g.flops,
          g.bytes);
-  EXPECT(g.rows == 256 && g.row_len == 128 && g.red_len == 64 && g.device_bytes == g.bytes + 16.0 * 256 * 128,
+  /* device bytes: D's value and magnitude in fp64, plus the fp64 copies of A and B */
+  EXPECT(g.rows == 256 && g.row_len == 128 && g.red_len == 64 &&
+             g.device_bytes == g.bytes + 16.0 * 256 * 128 + 8.0 * (256 * 64 + 64 * 128),
          "gemm rows %zu x %zu, K %g", g.rows, g.row_len, g.red_len);
   EXPECT(cost_of(&kv_family_gemm, "shape=256x128x64 beta=1").bytes == g.bytes + 2.0 * 256 * 128, "C counted");
 
