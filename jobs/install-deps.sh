@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh - install what kval needs to build, run and test on Debian/Ubuntu:
 # compilers, Autotools, Open MPI, HDF5 (parallel and serial flavours side by side),
-# hdf5-tools, Slurm and munge (for the Slurm tests), and the Python packages of analysis/.
+# hdf5-tools, Slurm and munge (for the Slurm tests), clang with libFuzzer (for the fuzz tests)
+# and the Python packages of analysis/
 # Installs only what is missing; needs root (or sudo) for apt-get. CUDA is not installed
 # here: configure finds nvcc when the CUDA toolkit is present.
 set -euo pipefail
@@ -10,7 +11,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 pkgs="build-essential autoconf automake pkg-config git openmpi-bin libopenmpi-dev
-      libhdf5-openmpi-dev libhdf5-dev hdf5-tools slurm-wlm munge python3 python3-pip"
+      libhdf5-openmpi-dev libhdf5-dev hdf5-tools slurm-wlm munge python3 python3-pip clang"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -19,6 +20,15 @@ if [ -n "$missing" ]; then
   echo "install-deps: apt-get install$missing"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+
+# libFuzzer's runtime for the fuzz tests: the libclang-rt-N-dev of the installed clang
+clang_major=$(clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -n 1)
+if [ -n "$clang_major" ] && ! dpkg-query -W -f='${Status}' "libclang-rt-$clang_major-dev" 2>/dev/null | grep -q "install ok installed"; then
+  echo "install-deps: apt-get install libclang-rt-$clang_major-dev"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "libclang-rt-$clang_major-dev" ||
+    echo "install-deps: libclang-rt-$clang_major-dev not available: the fuzz tests will be skipped"
 fi
 
 py_missing=""

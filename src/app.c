@@ -15,6 +15,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "deck.h"
+#include "inject.h"
 #include "meta.h"
 #include "output.h"
 #include "plan.h"
@@ -73,7 +74,7 @@ static const kv_backend *choose_backend(const kv_options *opt, char *err) {
   const kv_backend *be = kv_backend_select(opt->backend);
   if (!be) {
     snprintf(err, ERRLEN, "kval: --backend %s: %s", opt->backend,
-             kv_backend_find(opt->backend) ? "not available" : "unknown backend (see --list)");
+             kv_backend_find(opt->backend) ? "not available" : "this kval was built without it (see --list)");
   } else if (!be->available()) {
     snprintf(err, ERRLEN, "kval: --backend %s: not available on this machine (%s)", be->name,
              strcmp(be->name, "cuda") == 0 ? "no GPU visible" : "unavailable");
@@ -93,7 +94,36 @@ static const kv_backend *choose_backend(const kv_options *opt, char *err) {
   return lo == 0 ? NULL : be;
 }
 
-static int exit_code(const kv_run_summary *s, int rank) {
+/* Every --inject must name a rank of this job and a case that rank runs, or it would
+ * silently test nothing. Same answer on every rank (the plan and options are the same). */
+static int check_injects(const kv_options *opt, const kv_plan *plan, int nranks, char *err) {
+  for (int i = 0; i < opt->n_injects; i++) {
+    kv_inject inj;
+    if (kv_inject_parse(opt->injects[i], &inj, err, ERRLEN) != 0) return -1;
+    if (inj.rank >= nranks) {
+      snprintf(err, ERRLEN, "kval: --inject %s: rank %d does not exist (this job has ranks 0..%d)", opt->injects[i],
+               inj.rank, nranks - 1);
+      return -1;
+    }
+    if (inj.case_index < 0) continue;
+    if ((size_t)inj.case_index >= plan->n_cases) {
+      snprintf(err, ERRLEN, "kval: --inject %s: case %lld does not exist (the plan has cases 0..%zu; see --dry-run)",
+               opt->injects[i], inj.case_index, plan->n_cases - 1);
+      return -1;
+    }
+    size_t *idx = NULL, n = kv_plan_rank_cases(plan, inj.rank, nranks, &idx), found = 0;
+    for (size_t k = 0; k < n; k++) found |= idx[k] == (size_t)inj.case_index;
+    free(idx);
+    if (!found) {
+      snprintf(err, ERRLEN, "kval: --inject %s: rank %d does not run case %lld in %s mode (see --dry-run)",
+               opt->injects[i], inj.rank, inj.case_index, plan->mode == KV_MODE_SPLIT ? "split" : "fleet");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int exit_code(const kv_run_summary *s, int rank, const char *path) {
   int local[5] = {s->n_pass, s->n_fail, s->n_error, s->n_skipped, s->interrupted_by}, total[5];
   MPI_Allreduce(local, total, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&local[4], &total[4], 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -101,6 +131,9 @@ static int exit_code(const kv_run_summary *s, int rank) {
     fprintf(stderr, "kval: %d passed, %d failed, %d errors, %d skipped; %d fingerprint disagreements%s\n", total[0],
             total[1], total[2], total[3], s->fingerprint_disagreements,
             total[4] ? "; interrupted: the file is resumable with --resume" : "");
+  if (total[4] && rank == 0)
+    fprintf(stderr, "kval: interrupted by %s: %s holds every finished case; finish it with the same command and "
+            "--resume %s\n", total[4] == SIGINT ? "SIGINT" : "SIGTERM", path, path);
   if (total[4]) return total[4] == SIGINT ? KV_EXIT_SIGINT : KV_EXIT_SIGTERM;
   if (total[1] || s->fingerprint_disagreements) return KV_EXIT_FAIL;
   if (total[2]) return KV_EXIT_RUNTIME;
@@ -134,6 +167,9 @@ static int run_plan(int argc, char **argv, const kv_options *opt, const kv_backe
   else if (opt->output) snprintf(path, sizeof path, "%s", opt->output);
   else kv_meta_default_output(&ms, path, sizeof path);
 
+  /* From here on SIGINT/SIGTERM stop the run cleanly: a signal that comes while the file
+   * is being created or the backend starts is honoured before the first case. */
+  kv_runner_install_signals();
   kv_output *out = NULL;
   unsigned char *done = NULL;
   kv_status st = opt->resume ? kv_output_resume(path, plan, deck, &meta, opt->retry_errors, MPI_COMM_WORLD, &out, &done)
@@ -144,7 +180,6 @@ static int run_plan(int argc, char **argv, const kv_options *opt, const kv_backe
     return KV_EXIT_USAGE;
   }
   kv_set_fatal_hook(kv_output_emergency_flush);
-  kv_runner_install_signals();
   if (rank == 0 && !opt->quiet)
     fprintf(stderr, "kval: %zu cases on %d ranks (%s mode, %s backend, %s HDF5) -> %s\n", plan->n_cases, nranks,
             plan->mode == KV_MODE_FLEET ? "fleet" : "split", be->name, kv_output_flavour(), path);
@@ -154,7 +189,7 @@ static int run_plan(int argc, char **argv, const kv_options *opt, const kv_backe
   if (kv_output_close(out) != KV_OK) st = KV_ERR;
   kv_set_fatal_hook(NULL);
   be->finalize();
-  int code = exit_code(&sum, rank);
+  int code = exit_code(&sum, rank, path);
   if (!all_ok(st == KV_OK)) return KV_EXIT_RUNTIME;
   if (rank == 0 && !opt->quiet) fprintf(stderr, "kval: results in %s\n", path);
   return code;
@@ -197,6 +232,10 @@ int kv_app_run(int argc, char **argv) {
   }
   kv_plan plan;
   int plan_ok = kv_plan_build(&deck, opt.only, be->name, opt.mode, opt.have_seed, opt.seed, &plan, err, sizeof err) == 0;
+  if (plan_ok && check_injects(&opt, &plan, nranks, err) != 0) {
+    plan_ok = 0;
+    kv_plan_free(&plan);
+  }
   if (!all_ok(plan_ok)) {
     if (rank == 0) fprintf(stderr, "%s\n", err);
     kv_deck_free(&deck);

@@ -12,6 +12,8 @@
 #include "families/common.h"
 #include "timing.h"
 
+static int node_ranks = 1; /* ranks of this node share its memory */
+
 static void read_cpu_model(char *buf, size_t n) {
   snprintf(buf, n, "cpu");
   FILE *f = fopen("/proc/cpuinfo", "r");
@@ -62,6 +64,7 @@ static kv_status cpu_init(int local_rank, int local_size, const kv_run_settings 
   info->host[sizeof info->host - 1] = '\0';
   info->local_rank = local_rank;
   info->local_size = local_size;
+  node_ranks = local_size > 0 ? local_size : 1;
   info->device_index = -1;
   read_cpu_model(info->device_name, sizeof info->device_name);
   snprintf(info->uuid, sizeof info->uuid, "CPU-%.100s-%d", info->host, local_rank);
@@ -76,7 +79,25 @@ static kv_status cpu_init(int local_rank, int local_size, const kv_run_settings 
   return KV_OK;
 }
 
-static double cpu_free_bytes(void) { return (double)sysconf(_SC_AVPHYS_PAGES) * (double)sysconf(_SC_PAGESIZE); }
+/* One number from a cgroup v2 file; NAN when absent or "max". */
+static double cgroup_value(const char *path) {
+  FILE *f = fopen(path, "r");
+  double v = NAN;
+  if (f) {
+    char buf[64];
+    if (fgets(buf, sizeof buf, f) && strncmp(buf, "max", 3) != 0) v = strtod(buf, NULL);
+    fclose(f);
+  }
+  return v;
+}
+
+/* This rank's share of the node's free memory, within the job's cgroup limit (Slurm --mem). */
+static double cpu_free_bytes(void) {
+  double avail = (double)sysconf(_SC_AVPHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+  double limit = cgroup_value("/sys/fs/cgroup/memory.max") - cgroup_value("/sys/fs/cgroup/memory.current");
+  if (isfinite(limit) && limit < avail) avail = limit > 0 ? limit : 0;
+  return avail / node_ranks;
+}
 
 static void free_tensors(void **bufs, int n) {
   for (int i = 0; i < n; i++) free(bufs[i]);

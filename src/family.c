@@ -2,6 +2,7 @@
  * parameters and case values by name. */
 #include "family.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "families/families.h"
@@ -67,3 +68,14 @@ static int axis_or_die(const kv_case *c, const char *axis, kv_axis_type type) {
 long long kv_case_int(const kv_case *c, const char *axis) { return c->ival[axis_or_die(c, axis, KV_AXIS_INT)]; }
 
 const char *kv_case_str(const kv_case *c, const char *axis) { return c->sval[axis_or_die(c, axis, KV_AXIS_STR)]; }
+
+void kv_case_describe(const kv_case *c, char *buf, size_t n) {
+  const kv_family *f = c->fp->family;
+  size_t used = (size_t)snprintf(buf, n, "%s[cell %zu]", f->name, c->cell);
+  for (int a = 0; f->axes[a].name && used < n; a++) {
+    if (c->sval[a])
+      used += (size_t)snprintf(buf + used, n - used, " %s=%s", f->axes[a].name, c->sval[a]);
+    else
+      used += (size_t)snprintf(buf + used, n - used, " %s=%lld", f->axes[a].name, c->ival[a]);
+  }
+}

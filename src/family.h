@@ -115,5 +115,7 @@ double kv_case_param(const kv_case *c, const char *name);
  * that is a programming error). */
 long long kv_case_int(const kv_case *c, const char *axis);
 const char *kv_case_str(const kv_case *c, const char *axis);
+/* "family[cell N] axis=value ..." for messages. */
+void kv_case_describe(const kv_case *c, char *buf, size_t n);
 
 #endif

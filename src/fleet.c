@@ -11,10 +11,12 @@
 static int produced_output(signed char s) { return s == KV_PASS || s == KV_FAIL_TOLERANCE || s == KV_FAIL_NONFINITE; }
 
 /* Compare one case among the ranks of one model group (members[0..m)); fills agrees and
- * returns the number of distinct fingerprints, *majority and *group_n (ranks compared). */
+ * returns the number of distinct fingerprints, *majority and *group_n (ranks compared).
+ * When the most common fingerprint is tied (e.g. 1 vs 1 on two GPUs) there is no majority:
+ * every rank of the group that produced an output is marked as disagreeing. */
 static int compare_group(const int *members, int m, const signed char *st, const uint64_t *fp, size_t n_cases,
                          size_t ci, unsigned char *agrees, uint64_t *majority, int *group_n) {
-  int distinct = 0, best = 0, compared = 0;
+  int distinct = 0, best = 0, compared = 0, tie = 0;
   uint64_t best_fp = 0;
   for (int a = 0; a < m; a++) {
     size_t ia = (size_t)members[a] * n_cases + ci;
@@ -27,30 +29,23 @@ static int compare_group(const int *members, int m, const signed char *st, const
       if (b < a) seen_before = 1;
       count++;
     }
-    if (!seen_before) distinct++;
+    if (seen_before) continue;
+    distinct++;
     if (count > best) {
       best = count;
       best_fp = fp[ia];
+      tie = 0;
+    } else if (count == best) {
+      tie = 1;
     }
   }
   for (int a = 0; a < m; a++) {
     size_t ia = (size_t)members[a] * n_cases + ci;
-    agrees[members[a]] = produced_output(st[ia]) ? (fp[ia] == best_fp) : 2;
+    agrees[members[a]] = produced_output(st[ia]) ? (!tie && fp[ia] == best_fp) : 2;
   }
   *majority = best_fp;
   *group_n = compared;
   return distinct;
-}
-
-static void describe_case(const kv_case *c, char *buf, size_t n) {
-  const kv_family *f = c->fp->family;
-  size_t used = (size_t)snprintf(buf, n, "%s", f->name);
-  for (int a = 0; f->axes[a].name && used < n; a++) {
-    if (c->sval[a])
-      used += (size_t)snprintf(buf + used, n - used, " %s=%s", f->axes[a].name, c->sval[a]);
-    else
-      used += (size_t)snprintf(buf + used, n - used, " %s=%lld", f->axes[a].name, c->ival[a]);
-  }
 }
 
 long kv_fleet_compare(const kv_plan *p, const signed char *status, const uint64_t *fingerprint,
@@ -105,12 +100,19 @@ long kv_fleet_compare(const kv_plan *p, const signed char *status, const uint64_
       for (int r = 0; r < nranks; r++) {
         if (fc->agrees[r] != 0) continue;
         char what[512];
-        describe_case(&p->cases[ci], what, sizeof what);
-        fprintf(stderr,
-                "kval: FINGERPRINT MISMATCH %s: rank %d (host %s, %s %s) computed %016llx, the majority of its "
-                "model group computed %016llx\n",
-                what, r, infos[r].host, infos[r].device_name, infos[r].uuid,
-                (unsigned long long)all_fp[(size_t)r * n + ci], (unsigned long long)fc->majority);
+        kv_case_describe(&p->cases[ci], what, sizeof what);
+        if (fc->n_distinct > 1 && all_fp[(size_t)r * n + ci] == fc->majority)
+          fprintf(stderr,
+                  "kval: FINGERPRINT MISMATCH %s: rank %d (host %s, %s %s) computed %016llx; no fingerprint has a "
+                  "majority among the ranks of its model, so every rank is named\n",
+                  what, r, infos[r].host, infos[r].device_name, infos[r].uuid,
+                  (unsigned long long)all_fp[(size_t)r * n + ci]);
+        else
+          fprintf(stderr,
+                  "kval: FINGERPRINT MISMATCH %s: rank %d (host %s, %s %s) computed %016llx, the majority of its "
+                  "model group computed %016llx\n",
+                  what, r, infos[r].host, infos[r].device_name, infos[r].uuid,
+                  (unsigned long long)all_fp[(size_t)r * n + ci], (unsigned long long)fc->majority);
         mismatches++;
       }
     }

@@ -1,7 +1,7 @@
 /* inject.c - fault injection for testing the validator itself (see inject.h). */
 #include "inject.h"
 
-#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,21 @@
 #include "numerics/halfprec.h"
 
 static const char *const kind_names[] = {"bitflip", "nan", "scale", "slow"};
+
+/* A non-empty run of decimal digits [s, e) with value <= max (no sign, no spaces): the
+ * same rule as the option parser, so every --inject it accepts parses here too. */
+static int parse_decimal(const char *s, const char *e, long long max, long long *v) {
+  long long acc = 0;
+  if (s == e) return -1;
+  for (const char *p = s; p < e; p++) {
+    if (*p < '0' || *p > '9') return -1;
+    int d = *p - '0';
+    if (acc > (max - d) / 10) return -1;
+    acc = acc * 10 + d;
+  }
+  *v = acc;
+  return 0;
+}
 
 int kv_inject_parse(const char *spec, kv_inject *out, char *err, size_t errlen) {
   const char *at = strchr(spec, '@');
@@ -25,22 +40,15 @@ int kv_inject_parse(const char *spec, kv_inject *out, char *err, size_t errlen) 
     snprintf(err, errlen, "kval: --inject: unknown kind '%.*s' in '%s' (expected bitflip, nan, scale or slow)", (int)klen, spec, spec);
     return -1;
   }
-  char *end;
-  errno = 0;
-  long rank = strtol(at + 1, &end, 10);
-  if (end == at + 1 || errno || rank < 0 || rank > 1000000 || (*end && *end != ':')) {
+  const char *colon = strchr(at + 1, ':'), *end = at + 1 + strlen(at + 1);
+  long long rank, case_index = -1;
+  if (parse_decimal(at + 1, colon ? colon : end, INT_MAX, &rank) != 0) {
     snprintf(err, errlen, "kval: --inject: bad rank in '%s' (expected a rank number >= 0 after '@')", spec);
     return -1;
   }
-  long long case_index = -1;
-  if (*end == ':') {
-    const char *cs = end + 1;
-    errno = 0;
-    case_index = strtoll(cs, &end, 10);
-    if (end == cs || *end || errno || case_index < 0) {
-      snprintf(err, errlen, "kval: --inject: bad case index in '%s' (expected a case number >= 0 after ':')", spec);
-      return -1;
-    }
+  if (colon && parse_decimal(colon + 1, end, LLONG_MAX, &case_index) != 0) {
+    snprintf(err, errlen, "kval: --inject: bad case index in '%s' (expected a case number >= 0 after ':')", spec);
+    return -1;
   }
   out->kind = (kv_inject_kind)kind;
   out->rank = (int)rank;

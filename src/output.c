@@ -123,7 +123,11 @@ kv_status kv_output_mpio_fapl(kv_output *o, hid_t *fapl) {
 #endif
 
 kv_status kv_output_open_serial(const char *path, hid_t *file) {
-  *file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  hid_t fapl;
+  *file = H5I_INVALID_HID;
+  KV_TRY(kv_h5_serial_fapl(&fapl));
+  *file = H5Fopen(path, H5F_ACC_RDWR, fapl);
+  kv_h5_close_id(&fapl);
   if (CHECK_H5(*file)) {
     kv_output_user_error("cannot open '%s' for writing (HDF5 error above)", path);
     return KV_ERR;

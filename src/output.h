@@ -51,6 +51,12 @@ kv_status kv_output_create(const char *path, int force, const kv_plan *p, const 
 kv_status kv_output_resume(const char *path, const kv_plan *p, const kv_deck *d, const kv_run_meta *m,
                            int retry_errors, MPI_Comm comm, kv_output **o, unsigned char **done);
 
+/* Collective, after kv_output_resume: this rank's stored status and fingerprint of every
+ * plan case that `done` marks as kept, so the summary, the exit code and the fleet
+ * fingerprint comparison of a resumed run cover the whole file. Other entries are left as
+ * they are. */
+kv_status kv_output_kept(kv_output *o, const unsigned char *done, signed char *status, uint64_t *fingerprint);
+
 /* Collective per round in the parallel flavour (every rank calls it the same number of
  * times, r == NULL when it has nothing this round); in the serial flavour non-root ranks
  * send r to rank 0 and rank 0 writes everything that has arrived. *stop: in, this rank's

@@ -28,6 +28,15 @@ void kv_h5_close_id(hid_t *id) {
   *id = H5I_INVALID_HID;
 }
 
+kv_status kv_h5_serial_fapl(hid_t *fapl) {
+  *fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (CHECK_H5(*fapl) || CHECK_H5(H5Pset_sieve_buf_size(*fapl, 0))) {
+    kv_h5_close_id(fapl);
+    return KV_ERR;
+  }
+  return KV_OK;
+}
+
 kv_status kv_h5_make_types(kv_output *o) {
   o->t_status = H5Tenum_create(H5T_NATIVE_INT8);
   if (CHECK_H5(o->t_status)) return KV_ERR;

@@ -74,6 +74,10 @@ struct kv_output {
 
 /* --- output_h5.c: types, attributes, selections --- */
 kv_status kv_h5_make_types(kv_output *o);
+/* File access list of the serial (sec2) handles: no data sieve buffer, so every H5Dwrite of
+ * a result reaches the operating system at once and in program order, and a killed process
+ * keeps every result it wrote without waiting for a flush. */
+kv_status kv_h5_serial_fapl(hid_t *fapl);
 void kv_h5_close_id(hid_t *id); /* close any kind of handle, then set it invalid */
 kv_status kv_h5_attr_str(hid_t loc, hid_t t_vstr, const char *name, const char *value);
 kv_status kv_h5_attr_i64(hid_t loc, const char *name, long long value);
@@ -112,6 +116,10 @@ kv_status kv_layout_structure(kv_output *o, hid_t file);
  * scales with their values, attached; skipped cells marked on every rank. */
 kv_status kv_layout_describe(kv_output *o, hid_t file, const kv_deck *d, const kv_run_meta *m,
                              const kv_rank_info *infos);
+
+/* The [run] settings that shape results, other than the seed (compared on its own), as one
+ * line ("warmup=2 min_reps=5 ..."): the root attribute run_settings, compared by --resume. */
+void kv_layout_run_settings(const kv_run_settings *rs, char *buf, size_t n);
 
 /* --- output.c: lifecycle shared by create and resume --- */
 /* A user-facing error: "kval: <message>" on stderr. */

@@ -87,10 +87,22 @@ static kv_status rank_scale(kv_output *o, hid_t loc, hid_t *ds) {
   return st;
 }
 
+void kv_layout_run_settings(const kv_run_settings *rs, char *buf, size_t n) {
+  int used = snprintf(buf, n,
+                      "warmup=%d min_reps=%d max_reps=%d rse_target=%.17g time_cap=%.17g l2_flush=%d "
+                      "cpu_ref_budget=%.17g sample_rows=%d",
+                      rs->warmup, rs->min_reps, rs->max_reps, rs->rse_target, rs->time_cap, rs->l2_flush,
+                      rs->cpu_ref_budget, rs->sample_rows);
+  if (rs->has_tol_override && used >= 0 && (size_t)used < n)
+    snprintf(buf + used, n - (size_t)used, " tol_c1=%.17g tol_c2=%.17g tol_abs_floor=%.17g tol_rel_floor=%.17g",
+             rs->tol_override.c1, rs->tol_override.c2, rs->tol_override.abs_floor, rs->tol_override.rel_floor);
+}
+
 static kv_status root_attributes(kv_output *o, hid_t file, const kv_deck *d, const kv_run_meta *m) {
   unsigned maj = 0, min = 0, rel = 0;
   if (CHECK_H5(H5get_libversion(&maj, &min, &rel))) return KV_ERR;
-  char h5ver[64], names[256] = "";
+  char h5ver[64], names[256] = "", settings[1024];
+  kv_layout_run_settings(&o->plan->run, settings, sizeof settings);
   snprintf(h5ver, sizeof h5ver, "%u.%u.%u", maj, min, rel);
   for (int s = 0; s < KV_NSTATUS; s++) {
     size_t len = strlen(names);
@@ -107,6 +119,7 @@ static kv_status root_attributes(kv_output *o, hid_t file, const kv_deck *d, con
       {"slurm_job_id", m->slurm_job_id},  {"slurm_nodes", m->slurm_nodes},
       {"backend", m->backend},            {"mode", kv_output_mode_name(o->plan->mode)},
       {"hdf5_flavour", kv_output_flavour()}, {"status_names", names},
+      {"run_settings", settings},
   };
   for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
     KV_TRY(kv_h5_attr_str(file, o->t_vstr, strs[i].name, strs[i].value));

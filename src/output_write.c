@@ -56,7 +56,6 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
   kv_status st = kv_h5_select(nd + 1, hdims, start, r ? count : NULL, KV_HIST_BINS, &hfs, &hms);
 #define KV_W(ds, type, buf) \
   if (st == KV_OK) st = CHECK_H5(H5Dwrite(ds, type, ms, fs, o->dxpl, buf));
-  KV_W(of->status, o->t_status, &status)
   KV_W(of->fingerprint, H5T_NATIVE_UINT64, &src->fingerprint)
   KV_W(of->message, o->t_message, message)
 #define KV_X(name, unit, doc) KV_W(of->dbl[KV_DOUBLE_##name], H5T_NATIVE_DOUBLE, &src->name)
@@ -65,8 +64,12 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
 #define KV_X(name, unit, doc) KV_W(of->ints[KV_INT_##name], H5T_NATIVE_INT64, &src->name)
   KV_RESULT_INTS(KV_X)
 #undef KV_X
-#undef KV_W
   if (st == KV_OK) st = CHECK_H5(H5Dwrite(of->hist, H5T_NATIVE_UINT64, hms, hfs, o->dxpl, src->hist));
+  /* Status last: the writes reach the file at once and in this order (serial: no data
+   * sieve, see kv_h5_serial_fapl; parallel: MPI-IO writes), so a process killed mid-cell
+   * leaves status not_run and --resume reruns the cell instead of keeping it half-written. */
+  KV_W(of->status, o->t_status, &status)
+#undef KV_W
   kv_h5_close_id(&fs);
   kv_h5_close_id(&ms);
   kv_h5_close_id(&hfs);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fleet.h"
 #include "inject.h"
@@ -18,27 +19,31 @@
 #include "timing.h"
 
 static volatile sig_atomic_t stop_signal;
+static int announce_signal; /* rank 0 says once that it is stopping */
 
-static void on_signal(int sig) { stop_signal = sig; }
+/* The first SIGINT/SIGTERM asks for a clean stop; SA_RESETHAND restores the default action,
+ * so a second one ends the process at once (the file keeps every result written so far). */
+static void on_signal(int sig) {
+  static const char msg[] = "kval: signal received: finishing the current case, then flushing and closing the file "
+                            "(send it again to stop at once)\n";
+  if (!stop_signal && announce_signal) {
+    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+  }
+  stop_signal = sig;
+}
 
 void kv_runner_install_signals(void) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  announce_signal = rank == 0;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESETHAND;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-}
-
-static void describe_case(const kv_case *c, char *buf, size_t n) {
-  const kv_family *f = c->fp->family;
-  size_t used = (size_t)snprintf(buf, n, "%s[cell %zu]", f->name, c->cell);
-  for (int a = 0; f->axes[a].name && used < n; a++) {
-    if (c->sval[a])
-      used += (size_t)snprintf(buf + used, n - used, " %s=%s", f->axes[a].name, c->sval[a]);
-    else
-      used += (size_t)snprintf(buf + used, n - used, " %s=%lld", f->axes[a].name, c->ival[a]);
-  }
 }
 
 /* Error statistics and verdict of output 0, and the auxiliary output's max error. */
@@ -170,10 +175,19 @@ static void run_case(const kv_plan *p, size_t ci, const kv_backend *be, const kv
 
 static void report_failure(const kv_case *c, const kv_result *r, const kv_rank_info *info) {
   char what[512];
-  describe_case(c, what, sizeof what);
+  kv_case_describe(c, what, sizeof what);
   fprintf(stderr, "kval: %s rank %d host %s (%s): %s: max_bound_ratio %.3g, max_ulp %.3g, nan %lld, inf %lld%s%s\n",
           kv_status_name((kv_case_status)r->status), r->rank, info->host, info->uuid, what, r->max_bound_ratio,
           r->max_ulp, (long long)r->n_nan, (long long)r->n_inf, r->message[0] ? ": " : "", r->message);
+}
+
+static void count_status(kv_run_summary *sum, int status) {
+  switch (status) {
+    case KV_PASS: sum->n_pass++; break;
+    case KV_SKIPPED: sum->n_skipped++; break;
+    case KV_ERROR: sum->n_error++; break;
+    default: sum->n_fail++; break;
+  }
 }
 
 typedef struct {
@@ -225,6 +239,21 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
   uint64_t *fps = KV_CALLOC(p->n_cases + 1, sizeof *fps);
   KV_TRY(CHECK_ALLOC(status) || CHECK_ALLOC(fps));
   memset(status, KV_NOT_RUN, p->n_cases + 1);
+  if (done) {
+    /* --resume: the kept results count in the summary, the exit code and the comparison. */
+    if (kv_output_kept(o, done, status, fps) != KV_OK) {
+      free(mine);
+      free(status);
+      free(fps);
+      return KV_ERR;
+    }
+    size_t kept_all = 0;
+    for (size_t i = 0; i < (size_t)nranks * p->n_cases; i++) kept_all += done[i] != 0;
+    for (size_t i = 0; i < p->n_cases; i++)
+      if (done[(size_t)rank * p->n_cases + i]) count_status(sum, status[i]);
+    if (rank == 0 && !opt->quiet)
+      fprintf(stderr, "kval: --resume: %zu results kept from the file; %zu cases to run on rank 0\n", kept_all, n_mine);
+  }
   progress pg = {.start = kv_wtime(), .last_print = kv_wtime(), .total = n_mine};
   for (size_t i = 0; i < n_mine; i++) pg.est_total += p->cases[mine[i]].est_seconds;
   kv_status st;
@@ -236,12 +265,7 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
       run_case(p, ci, be, info, inj, n_inj, rank, &r);
       status[ci] = (signed char)r.status;
       fps[ci] = r.fingerprint;
-      switch (r.status) {
-        case KV_PASS: sum->n_pass++; break;
-        case KV_SKIPPED: sum->n_skipped++; break;
-        case KV_ERROR: sum->n_error++; break;
-        default: sum->n_fail++; break;
-      }
+      count_status(sum, r.status);
       sum->n_run++;
       if (r.status != KV_PASS && r.status != KV_SKIPPED) report_failure(&p->cases[ci], &r, info);
       pg.done++;

@@ -27,7 +27,7 @@ SlurmUser=root
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 AuthType=auth/munge
-AuthInfo=socket=$d/munge/munge.socket
+AuthInfo=socket=$d/munge/munge.socket,cred_expire=10
 CredType=cred/munge
 StateSaveLocation=$d/state
 SlurmdSpoolDir=$d/spool
@@ -47,6 +47,10 @@ SchedulerType=sched/backfill
 $node State=UNKNOWN
 PartitionName=test Nodes=$nodename Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
+  # PMIx client directories of this cluster only: job ids restart at 1 in every test cluster,
+  # and a directory left by an earlier cluster's step N.0 would make step N.0 fail to launch.
+  mkdir -p "$d/pmix"
+  echo "PMIxCliTmpDirBase=$d/pmix" > "$d/mpi.conf"
   SLURM_CONF="$d/slurm.conf"
   export SLURM_CONF
   /usr/sbin/slurmctld -f "$SLURM_CONF" || { echo "slurm_cluster: slurmctld did not start"; cat "$d/slurmctld.log"; return 1; }
