@@ -190,8 +190,12 @@ static int run_plan(int argc, char **argv, const kv_options *opt, const kv_backe
   kv_set_fatal_hook(NULL);
   be->finalize();
   int code = exit_code(&sum, rank, path);
-  if (!all_ok(st == KV_OK)) return KV_EXIT_RUNTIME;
+  if (!all_ok(st == KV_OK)) code = KV_EXIT_RUNTIME;
   if (rank == 0 && !opt->quiet) fprintf(stderr, "kval: results in %s\n", path);
+  /* A fatal device error ends its rank only now, after every collective and the close. */
+  if (kv_fatal_pending())
+    KV_FATAL("%s; this rank stopped running cases there, its case is recorded with status error, and %s holds "
+             "every finished case of every rank", kv_fatal_pending(), path);
   return code;
 }
 

@@ -37,6 +37,21 @@ void kv_report(const char *file, int line, const char *what, const char *fmt, ..
 
 void kv_set_fatal_hook(void (*hook)(void)) { fatal_hook = hook; }
 
+static char deferred[1024];
+
+void kv_fatal_defer(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(file, line, "fatal (after this case is recorded)", fmt, ap);
+  va_end(ap);
+  if (deferred[0]) return;
+  va_start(ap, fmt);
+  vsnprintf(deferred, sizeof deferred, fmt, ap);
+  va_end(ap);
+}
+
+const char *kv_fatal_pending(void) { return deferred[0] ? deferred : NULL; }
+
 void kv_fatal(const char *file, int line, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

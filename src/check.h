@@ -37,6 +37,13 @@ void kv_fatal(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
 #define KV_FATAL(...) kv_fatal(__FILE__, __LINE__, __VA_ARGS__)
 
+/* A failure inside a case that leaves the device unusable (a sticky CUDA error): report it
+ * and remember it; the caller returns KV_ERR, the runner records the case as error, writes
+ * its row, and then ends the rank through kv_fatal. The first message is kept. */
+void kv_fatal_defer(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The deferred fatal message, or NULL when none is pending. */
+const char *kv_fatal_pending(void);
+
 /* A hook run by kv_fatal before aborting (the output module flushes and closes the file). */
 void kv_set_fatal_hook(void (*hook)(void));
 

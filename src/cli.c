@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "inject.h"
 
 typedef enum {
   OPT_OUTPUT, OPT_BACKEND, OPT_MODE, OPT_ONLY, OPT_SET, OPT_SEED, OPT_DRY_RUN, OPT_LIST, OPT_HELP,
@@ -36,15 +37,13 @@ static const option options[] = {
     {"force", 0, OPT_FORCE, NULL, "overwrite an existing output file"},
     {"resume", 0, OPT_RESUME, "FILE", "continue an interrupted run in FILE (same deck, ranks, mode, seed)"},
     {"retry-errors", 0, OPT_RETRY_ERRORS, NULL, "with --resume: also rerun cases whose status is error"},
-    {"inject", 0, OPT_INJECT, "K@R[:C]", "inject fault K (bitflip|nan|scale|slow) on rank R, optionally only into case C "
+    {"inject", 0, OPT_INJECT, "K@R[:C]", "inject fault K (bitflip|nan|scale|slow|sticky) on rank R, optionally only into case C "
                                          "(an index into the plan); repeatable, to test the checks"},
     {"quiet", 0, OPT_QUIET, NULL, "print only errors and the final summary"},
     {"help", 'h', OPT_HELP, NULL, "print this help and exit"},
     {"version", 0, OPT_VERSION, NULL, "print the version and exit"},
 };
 #define N_OPTIONS (int)(sizeof options / sizeof options[0])
-
-static const char *const inject_kinds[] = {"bitflip", "nan", "scale", "slow", NULL};
 
 static int usage_error(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int usage_error(char *err, size_t errlen, const char *fmt, ...) {
@@ -68,18 +67,6 @@ static int parse_decimal(const char *s, const char *e, unsigned long long max, u
   }
   *v = acc;
   return 0;
-}
-
-static int check_inject(const char *v) {
-  const char *at = strchr(v, '@');
-  if (!at) return -1;
-  int known = 0;
-  for (int k = 0; inject_kinds[k]; k++)
-    known |= strlen(inject_kinds[k]) == (size_t)(at - v) && strncmp(v, inject_kinds[k], (size_t)(at - v)) == 0;
-  const char *colon = strchr(at + 1, ':'), *end = at + 1 + strlen(at + 1);
-  unsigned long long rank, cell;
-  if (!known || parse_decimal(at + 1, colon ? colon : end, INT_MAX, &rank) != 0) return -1;
-  return colon ? parse_decimal(colon + 1, end, LLONG_MAX, &cell) : 0;
 }
 
 /* "section.key=..." with a non-empty section and key; the deck parser checks the rest. */
@@ -136,11 +123,15 @@ static int apply(kv_options *o, const option *op, const char *shown, const char 
       return 0;
     }
     case OPT_INJECT:
-      if (check_inject(v) != 0)
+    {
+      kv_inject inj;
+      char why[256];
+      if (kv_inject_parse(v, &inj, why, sizeof why) != 0)
         return usage_error(err, errlen,
-                           "%s: invalid value '%s' (expected KIND@RANK[:CASE] with KIND bitflip, nan, scale or slow, "
-                           "RANK an integer >= 0 and CASE a case index >= 0, e.g. bitflip@1:0)",
+                           "%s: invalid value '%s' (expected KIND@RANK[:CASE] with KIND bitflip, nan, scale, slow or "
+                           "sticky, RANK an integer >= 0 and CASE a case index >= 0, e.g. bitflip@1:0)",
                            shown, v);
+    }
       if (o->n_injects == KV_MAX_INJECTS)
         return usage_error(err, errlen, "%s: too many faults (expected at most %d --inject options)", shown,
                            KV_MAX_INJECTS);

@@ -9,7 +9,7 @@
 
 #include "numerics/halfprec.h"
 
-static const char *const kind_names[] = {"bitflip", "nan", "scale", "slow"};
+static const char *const kind_names[] = {"bitflip", "nan", "scale", "slow", "sticky"};
 
 /* A non-empty run of decimal digits [s, e) with value <= max (no sign, no spaces): the
  * same rule as the option parser, so every --inject it accepts parses here too. */
@@ -29,15 +29,15 @@ static int parse_decimal(const char *s, const char *e, long long max, long long 
 int kv_inject_parse(const char *spec, kv_inject *out, char *err, size_t errlen) {
   const char *at = strchr(spec, '@');
   if (!at) {
-    snprintf(err, errlen, "kval: --inject: '%s' has no '@' (expected KIND@RANK[:CASE], KIND one of bitflip nan scale slow)", spec);
+    snprintf(err, errlen, "kval: --inject: '%s' has no '@' (expected KIND@RANK[:CASE], KIND one of bitflip nan scale slow sticky)", spec);
     return -1;
   }
   size_t klen = (size_t)(at - spec);
   int kind = -1;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < (int)(sizeof kind_names / sizeof kind_names[0]); i++)
     if (strlen(kind_names[i]) == klen && strncmp(spec, kind_names[i], klen) == 0) kind = i;
   if (kind < 0) {
-    snprintf(err, errlen, "kval: --inject: unknown kind '%.*s' in '%s' (expected bitflip, nan, scale or slow)", (int)klen, spec, spec);
+    snprintf(err, errlen, "kval: --inject: unknown kind '%.*s' in '%s' (expected bitflip, nan, scale, slow or sticky)", (int)klen, spec, spec);
     return -1;
   }
   const char *colon = strchr(at + 1, ':'), *end = at + 1 + strlen(at + 1);
@@ -80,6 +80,10 @@ int kv_inject_apply(const kv_inject *inj, int n, int rank, size_t case_index, kv
         break;
       case KV_INJECT_SLOW:
         for (int i = 0; i < d->n_times; i++) d->times[i] *= 1.5;
+        break;
+      case KV_INJECT_STICKY:
+        kv_fatal_defer(__FILE__, __LINE__, "injected sticky device error (--inject sticky@%d) in case %zu", rank,
+                       case_index);
         break;
     }
     applied++;

@@ -1,5 +1,6 @@
 /* inject.h - --inject KIND@RANK[:CASE]: faults applied to a kernel's result after it runs,
- * to test that the validator detects them (bitflip, nan, scale, slow). */
+ * to test that the validator detects them (bitflip, nan, scale, slow), and a simulated
+ * sticky device error (sticky) to test the fatal path. */
 #ifndef KVAL_INJECT_H
 #define KVAL_INJECT_H
 
@@ -7,7 +8,7 @@
 
 #include "backend.h"
 
-typedef enum { KV_INJECT_BITFLIP, KV_INJECT_NAN, KV_INJECT_SCALE, KV_INJECT_SLOW } kv_inject_kind;
+typedef enum { KV_INJECT_BITFLIP, KV_INJECT_NAN, KV_INJECT_SCALE, KV_INJECT_SLOW, KV_INJECT_STICKY } kv_inject_kind;
 
 typedef struct {
   kv_inject_kind kind;
@@ -22,7 +23,9 @@ int kv_inject_parse(const char *spec, kv_inject *out, char *err, size_t errlen);
  * bitflip - flips the most significant mantissa bit of the middle element of output 0;
  * nan     - sets the middle element of output 0 to NaN;
  * scale   - multiplies every element of output 0 by (1 + 1e-3), rounded to storage;
- * slow    - multiplies every timed repetition by 1.5 (a 50% slower kernel).
+ * slow    - multiplies every timed repetition by 1.5 (a 50% slower kernel);
+ * sticky  - a device error that leaves the context unusable (kv_fatal_defer): the case is
+ *           recorded as error, then the rank ends through the fatal path.
  * Returns how many were applied. */
 int kv_inject_apply(const kv_inject *inj, int n, int rank, size_t case_index, kv_case_data *d);
 

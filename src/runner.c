@@ -157,13 +157,15 @@ static void run_case(const kv_plan *p, size_t ci, const kv_backend *be, const kv
   memset(&d, 0, sizeof d);
   d.ref_xcheck = NAN;
   char msg[KV_MESSAGE_LEN] = "";
-  if (be->run_case(c, &p->run, &d, msg, sizeof msg) != KV_OK) {
+  int ok = be->run_case(c, &p->run, &d, msg, sizeof msg) == KV_OK;
+  if (ok) kv_inject_apply(inj, n_inj, rank, ci, &d);
+  if (!ok || kv_fatal_pending()) {
     r->status = KV_ERROR;
-    snprintf(r->message, sizeof r->message, "%s", msg[0] ? msg : "backend error (see the log)");
+    snprintf(r->message, sizeof r->message, "%s",
+             kv_fatal_pending() ? kv_fatal_pending() : msg[0] ? msg : "backend error (see the log)");
     kv_case_data_free(&d);
     return;
   }
-  kv_inject_apply(inj, n_inj, rank, ci, &d);
   if (evaluate(c, &cost, &p->run, &d, r) != KV_OK) {
     r->status = KV_ERROR;
     snprintf(r->message, sizeof r->message, "error statistics failed (out of memory?)");
@@ -259,7 +261,10 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
   kv_status st;
   for (size_t round = 0; round < rounds; round++) {
     kv_result r;
-    int have = round < n_mine && !stop_signal;
+    /* After a fatal device error this rank runs no more cases but keeps taking part in the
+     * rounds and the final collectives, so nothing is lost and no rank hangs; it ends
+     * through the fatal path once the file is closed (app.c). */
+    int have = round < n_mine && !stop_signal && !kv_fatal_pending();
     if (have) {
       size_t ci = mine[round];
       run_case(p, ci, be, info, inj, n_inj, rank, &r);
@@ -268,6 +273,9 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
       count_status(sum, r.status);
       sum->n_run++;
       if (r.status != KV_PASS && r.status != KV_SKIPPED) report_failure(&p->cases[ci], &r, info);
+      if (kv_fatal_pending())
+        fprintf(stderr, "kval: rank %d (host %s, %s) runs no more cases after a fatal device error: %s\n", rank,
+                info->host, info->uuid, kv_fatal_pending());
       pg.done++;
       pg.est_done += p->cases[ci].est_seconds;
     }
