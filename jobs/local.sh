@@ -45,8 +45,10 @@ mpirun -np "$nranks" "$build/src/kval" --backend "$backend" --mode "$mode" ${KVA
 code=$?
 set -e
 echo "local.sh: kval exited $code (0 all passed, 1 validation failures, 2 input error, 3 runtime error); file: $out"
-if command -v kval-analyze >/dev/null 2>&1 || python3 -c 'import kval_analysis' 2>/dev/null; then
-  PYTHONPATH="$top/analysis${PYTHONPATH:+:$PYTHONPATH}" python3 -m kval_analysis report "$out" -o "${out%.h5}-report" &&
-    echo "local.sh: report in ${out%.h5}-report/report.html"
+if PYTHONPATH="$top/analysis${PYTHONPATH:+:$PYTHONPATH}" python3 -m kval_analysis report "$out" -o "${out%.h5}-report" \
+     >/dev/null; then
+  echo "local.sh: report in ${out%.h5}-report/report.html"
+else
+  echo "local.sh: no report (the Python packages of analysis/ are missing: jobs/install-deps.sh installs them)"
 fi
 exit $code
