@@ -92,7 +92,7 @@ def table(kval_csv, peers_csv):
     kval = read_csv(kval_csv)
     peers = {(r["backend"], r["precision"], r["headdim"], r["seqlen"], r["causal"]): float(r["tflops"])
              for r in read_csv(peers_csv)}
-    print(f"{'prec':10} {'d':>4} {'causal':>6} {'L':>6} {'kval':>7} {'flash':>7} {'cudnn':>7} "
+    print(f"{'kernel':10} {'prec':10} {'d':>4} {'causal':>6} {'L':>6} {'kval':>7} {'flash':>7} {'cudnn':>7} "
           f"{'/flash':>7} {'/cudnn':>7}")
     for r in kval:
         key = (r["precision"], r["headdim"], r["seqlen"], r["causal"])
@@ -101,7 +101,7 @@ def table(kval_csv, peers_csv):
         if fl is None and cu is None:
             continue
         kv = float(r["tflops"])
-        print(f"{r['precision']:10} {r['headdim']:>4} {r['causal']:>6} {r['seqlen']:>6} {kv:7.1f} {_num(fl)} "
+        print(f"{r['backend']:10} {r['precision']:10} {r['headdim']:>4} {r['causal']:>6} {r['seqlen']:>6} {kv:7.1f} {_num(fl)} "
               f"{_num(cu)} {_ratio(kv, fl)} {_ratio(kv, cu)}")
 
 

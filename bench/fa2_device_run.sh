@@ -18,7 +18,7 @@ B=${FA2_BUILD:-/tmp/fa2_build}
 NVCC=${NVCC:-nvcc}
 mkdir -p "$OUT" "$B"
 FLAGS="-O3 -std=c++17 --expt-relaxed-constexpr -Xcompiler -fno-fast-math -gencode arch=compute_90a,code=sm_90a -I$ROOT/src -I$ROOT/bench"
-KERNELS="fa2_d32 fa2_d64 fa2_d96 fa2_d128 fa2_d256"
+KERNELS="fa2_d32 fa2_d64 fa2_d96 fa2_d128 fa2_d256 fa2_wgmma_d64 fa2_wgmma_d128"
 HOSTCU="fa2_dispatch fa2_reference"
 BENCHCU="fa2_variants_d64 fa2_variants_d128 fa2_variants fa2_driver"
 fail() { echo "fa2_device_run: $*" >&2; exit 1; }
@@ -58,9 +58,9 @@ else
   cp "$B/build.log" "$OUT/build.log"
 fi
 # every kval instantiation: no stack frame, no spills (variants are reported, not required)
-awk '/^== /{f=$2} /bytes stack frame/{ if (f ~ /^fa2_d[0-9]/ && $0 !~ /^ *0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads/) bad++ } END{exit bad?1:0}' \
+awk '/^== /{f=$2} /bytes stack frame/{ if (f ~ /^fa2_(wgmma_)?d[0-9]/ && $0 !~ /^ *0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads/) bad++ } END{exit bad?1:0}' \
   "$OUT/build.log" || fail "kval fa2 kernels spill or use a stack frame (see build.log)"
-echo "build: $(awk '/^== /{f=$2} /bytes stack frame/{ if (f ~ /^fa2_d[0-9]/) n++ } END{print n}' "$OUT/build.log")" \
+echo "build: $(awk '/^== /{f=$2} /bytes stack frame/{ if (f ~ /^fa2_(wgmma_)?d[0-9]/) n++ } END{print n}' "$OUT/build.log")" \
   "kval fa2 kernels, none spills"
 [ $build_only = 1 ] && exit 0
 
@@ -68,8 +68,9 @@ echo "build: $(awk '/^== /{f=$2} /bytes stack frame/{ if (f ~ /^fa2_d[0-9]/) n++
 if command -v cuobjdump > /dev/null && [ -f "$B/fa2_d128.o" ]; then
   for f in $KERNELS; do
     cuobjdump --dump-sass "$B/$f.o" > "$OUT/$f.sass" 2>&1
-    echo "sass $f: $(grep -c HMMA "$OUT/$f.sass") HMMA, $(grep -c LDSM "$OUT/$f.sass") LDSM," \
-      "$(grep -c LDGSTS "$OUT/$f.sass") LDGSTS, $(grep -cE '\b(LDL|STL)\b' "$OUT/$f.sass") LDL/STL"
+    echo "sass $f: $(grep -c HMMA "$OUT/$f.sass") HMMA, $(grep -c HGMMA "$OUT/$f.sass") HGMMA," \
+      "$(grep -c LDSM "$OUT/$f.sass") LDSM, $(grep -c LDGSTS "$OUT/$f.sass") LDGSTS, $(grep -c UTMALDG "$OUT/$f.sass") UTMALDG," \
+      "$(grep -cE '\b(LDL|STL)\b' "$OUT/$f.sass") LDL/STL"
   done | tee "$OUT/sass.log"
   grep -q " [1-9][0-9]* LDL/STL" "$OUT/sass.log" && fail "local memory in SASS"
   cuobjdump -res-usage "$B/fa2_d128.o" > "$OUT/res_usage_d128.log" 2>&1

@@ -1,5 +1,7 @@
-/* fa2_driver.cu - standalone driver of the FlashAttention-2 forward kernel (the objects kval
- * links: fa2_d<D>.cu, fa2_dispatch.cu, fa2_reference.cu), without kval's case machinery:
+/* fa2_driver.cu - standalone driver of the FlashAttention-2 forward kernels, kval-mma and
+ * kval-wgmma (the objects kval links: fa2_d<D>.cu, fa2_wgmma_d<D>.cu, fa2_dispatch.cu,
+ * fa2_reference.cu), without kval's case machinery; every command covers both variants
+ * (kval-wgmma: head dims 64 and 128, fp32 accumulation):
  *   fa2_driver check      every head dim x precision x causal on tail, cross-attention, fully
  *                         masked and tiny shapes against the GPU fp64 reference (kval's
  *                         tolerance bound, poisoned outputs, guard bands), the GPU reference
@@ -52,6 +54,12 @@ const prec kPrecs[] = {{"fp16:fp32", KV_FA2_FP16, KV_FA2_ACC_F32, 0x1p-11, 0x1p-
                        {"fp16:fp16", KV_FA2_FP16, KV_FA2_ACC_F16, 0x1p-11, 0x1p-11},
                        {"bf16:fp32", KV_FA2_BF16, KV_FA2_ACC_F32, 0x1p-8, 0x1p-24},
                        {"bf16:bf16", KV_FA2_BF16, KV_FA2_ACC_BF16, 0x1p-8, 0x1p-8}};
+
+const int kVariants[] = {KV_FA2_VARIANT_MMA, KV_FA2_VARIANT_WGMMA};
+const char *variant_name(int v) { return v == KV_FA2_VARIANT_WGMMA ? "kval-wgmma" : "kval-mma"; }
+bool variant_has(int v, int d, const prec &p) {
+  return kv_fa2_variant_unsupported(v, d, p.store, p.acc) == nullptr;
+}
 
 struct shape {
   int d, batch, heads, lq, lk, causal;
@@ -182,7 +190,7 @@ struct outcome {
   bool pass = false;
 };
 
-outcome run_case(const shape &s, const prec &p, uint64_t seed, bool xcheck) {
+outcome run_case(int variant, const shape &s, const prec &p, uint64_t seed, bool xcheck) {
   outcome res;
   buffers b;
   b.alloc(s, true);
@@ -196,7 +204,7 @@ outcome run_case(const shape &s, const prec &p, uint64_t seed, bool xcheck) {
   DRV_CHECK(cudaMemcpy(b.lse, lse.data(), 4 * lse.size(), cudaMemcpyHostToDevice));
   const kv_fa2_args a = args_of(s, b);
   const char *why = nullptr;
-  cudaError_t e = kv_fa2_forward(a, s.d, p.store, p.acc, s.causal, 0, &why);
+  cudaError_t e = kv_fa2_variant_forward(variant, a, s.d, p.store, p.acc, s.causal, 0, &why);
   if (e != cudaSuccess) {
     fprintf(stderr, "launch: %s %s\n", cudaGetErrorName(e), why ? why : "");
     exit(2);
@@ -296,26 +304,29 @@ int cmd_check() {
       shapes.push_back({d, 1, 2, 1, 1000, c, KV_DIST_NORMAL, 1.0});
       shapes.push_back({d, 1, 2, 700, 1, c, KV_DIST_NORMAL, 1.0});
       shapes.push_back({d, 1, 2, 300, 300, c, KV_DIST_NORMAL, 4.0}); /* large logits */
+      shapes.push_back({d, 2, 2, 1000, 1100, c, KV_DIST_NORMAL, 1.0}); /* many tiles: rings wrap */
     }
   int failed = 0, n = 0;
   uint64_t seed = 1;
-  printf("%-4s %-10s %-6s %-22s %-9s %-10s %-10s %-10s %s\n", "d", "precision", "causal", "BxHxLqxLk", "max/bnd",
-         "relL2", "lse_err", "ref_xchk", "verdict");
-  for (const shape &s : shapes)
-    for (const prec &p : kPrecs) {
-      const bool xcheck = (size_t)s.lq * s.lk * s.d <= 40000000 && &p == &kPrecs[0];
-      const outcome r = run_case(s, p, seed++, xcheck);
-      ++n;
-      failed += !r.pass;
-      char dims_s[64];
-      snprintf(dims_s, sizeof dims_s, "%dx%dx%dx%d%s", s.batch, s.heads, s.lq, s.lk, s.qk_scale > 1 ? "L" : "");
-      printf("%-4d %-10s %-6d %-22s %-9.3f %-10.2e %-10.2e %-10.1e %s\n", s.d, p.name, s.causal, dims_s, r.ratio,
-             r.rel_l2, r.lse_err, xcheck ? r.ref_xcheck : 0.0, r.pass ? "pass" : "FAIL");
-    }
+  printf("%-10s %-4s %-10s %-6s %-22s %-9s %-10s %-10s %-10s %s\n", "variant", "d", "precision", "causal", "BxHxLqxLk",
+         "max/bnd", "relL2", "lse_err", "ref_xchk", "verdict");
+  for (int v : kVariants)
+    for (const shape &s : shapes)
+      for (const prec &p : kPrecs) {
+        if (!variant_has(v, s.d, p)) continue;
+        const bool xcheck = (size_t)s.lq * s.lk * s.d <= 40000000 && &p == &kPrecs[0] && v == KV_FA2_VARIANT_MMA;
+        const outcome r = run_case(v, s, p, seed++, xcheck);
+        ++n;
+        failed += !r.pass;
+        char dims_s[64];
+        snprintf(dims_s, sizeof dims_s, "%dx%dx%dx%d%s", s.batch, s.heads, s.lq, s.lk, s.qk_scale > 1 ? "L" : "");
+        printf("%-10s %-4d %-10s %-6d %-22s %-9.3f %-10.2e %-10.2e %-10.1e %s\n", variant_name(v), s.d, p.name,
+               s.causal, dims_s, r.ratio, r.rel_l2, r.lse_err, xcheck ? r.ref_xcheck : 0.0, r.pass ? "pass" : "FAIL");
+      }
   /* the reference at the size kval needs it fast */
   for (int c = 0; c < 2; ++c) {
     const shape big = {128, 2, 16, 16384, 16384, c, KV_DIST_NORMAL, 1.0};
-    const outcome r = run_case(big, kPrecs[0], seed++, false);
+    const outcome r = run_case(KV_FA2_VARIANT_MMA, big, kPrecs[0], seed++, false);
     ++n;
     failed += !r.pass;
     printf("%-4d %-10s %-6d %-22s %-9.3f %-10.2e %-10.2e reference %.0f ms %s\n", big.d, kPrecs[0].name, c,
@@ -332,19 +343,22 @@ int cmd_sanitize() {
                           {32, 1, 1, 129, 129, 1, KV_DIST_NORMAL, 1.0}, {96, 1, 1, 129, 50, 0, KV_DIST_NORMAL, 1.0},
                           {256, 1, 1, 65, 100, 1, KV_DIST_NORMAL, 1.0}, {256, 1, 1, 65, 33, 0, KV_DIST_NORMAL, 1.0}};
   uint64_t seed = 1000;
-  for (const shape &s : shapes)
-    for (const prec &p : kPrecs) {
-      buffers b;
-      b.alloc(s, false);
-      generate(b.q, b.nq, kv_stream_key(seed, 1, 0), s.dist, s.qk_scale, p.store);
-      generate(b.k, b.nk, kv_stream_key(seed, 1, 1), s.dist, s.qk_scale, p.store);
-      generate(b.v, b.nk, kv_stream_key(seed++, 1, 2), s.dist, 1.0, p.store);
-      const char *why = nullptr;
-      DRV_CHECK(kv_fa2_forward(args_of(s, b), s.d, p.store, p.acc, s.causal, 0, &why));
-      DRV_CHECK(cudaDeviceSynchronize());
-    }
-  printf("sanitize: %zu shapes x %zu precisions launched\n", sizeof shapes / sizeof shapes[0],
-         sizeof kPrecs / sizeof kPrecs[0]);
+  int launched = 0;
+  for (int v : kVariants)
+    for (const shape &s : shapes)
+      for (const prec &p : kPrecs) {
+        if (!variant_has(v, s.d, p)) continue;
+        buffers b;
+        b.alloc(s, false);
+        generate(b.q, b.nq, kv_stream_key(seed, 1, 0), s.dist, s.qk_scale, p.store);
+        generate(b.k, b.nk, kv_stream_key(seed, 1, 1), s.dist, s.qk_scale, p.store);
+        generate(b.v, b.nk, kv_stream_key(seed++, 1, 2), s.dist, 1.0, p.store);
+        const char *why = nullptr;
+        DRV_CHECK(kv_fa2_variant_forward(v, args_of(s, b), s.d, p.store, p.acc, s.causal, 0, &why));
+        DRV_CHECK(cudaDeviceSynchronize());
+        ++launched;
+      }
+  printf("sanitize: %d launches (both variants, every head dim and precision they have)\n", launched);
   return 0;
 }
 
@@ -355,21 +369,23 @@ int cmd_info() {
   DRV_CHECK(cudaGetDeviceProperties(&prop, dev));
   printf("device: %s, %d SMs, %d KB shared/SM\n", prop.name, prop.multiProcessorCount,
          (int)(prop.sharedMemPerMultiprocessor / 1024));
-  printf("%-4s %-10s %-6s %-8s %-5s %-6s %-9s %-8s %s\n", "d", "precision", "causal", "BMxBN", "regs", "local",
-         "smem", "blk/SM", "warps/SM");
+  printf("%-10s %-4s %-10s %-6s %-8s %-5s %-6s %-9s %-8s %s\n", "variant", "d", "precision", "causal", "BMxBN", "regs",
+         "local", "smem", "blk/SM", "warps/SM");
   const int dims[] = {32, 64, 96, 128, 256};
   int bad = 0;
-  for (int d : dims)
-    for (const prec &p : kPrecs)
-      for (int c = 0; c < 2; ++c) {
-        kv_fa2_kernel_info in;
-        DRV_CHECK(kv_fa2_resources(d, p.store, p.acc, c, &in, nullptr));
-        char t[16];
-        snprintf(t, sizeof t, "%dx%d", in.block_m, in.block_n);
-        printf("%-4d %-10s %-6d %-8s %-5d %-6d %-9d %-8d %d\n", d, p.name, c, t, in.registers, in.local_bytes,
-               in.smem_bytes, in.blocks_per_sm, in.blocks_per_sm * in.threads / 32);
-        bad += in.local_bytes != 0;
-      }
+  for (int v : kVariants)
+    for (int d : dims)
+      for (const prec &p : kPrecs)
+        for (int c = 0; c < 2; ++c) {
+          if (!variant_has(v, d, p)) continue;
+          kv_fa2_kernel_info in;
+          DRV_CHECK(kv_fa2_variant_resources(v, d, p.store, p.acc, c, &in, nullptr));
+          char t[16];
+          snprintf(t, sizeof t, "%dx%d", in.block_m, in.block_n);
+          printf("%-10s %-4d %-10s %-6d %-8s %-5d %-6d %-9d %-8d %d\n", variant_name(v), d, p.name, c, t, in.registers,
+                 in.local_bytes, in.smem_bytes, in.blocks_per_sm, in.blocks_per_sm * in.threads / 32);
+          bad += in.local_bytes != 0;
+        }
   return bad ? 1 : 0;
 }
 
@@ -408,7 +424,7 @@ struct timer {
 };
 
 struct bench_case {
-  int d, lq, causal;
+  int variant, d, lq, causal;
   const prec *p;
 };
 
@@ -431,18 +447,19 @@ FILE *open_csv(const char *path) {
 int cmd_bench(const char *csv_path) {
   std::vector<bench_case> cases;
   const int lens[] = {512, 1024, 2048, 4096, 8192, 16384};
-  for (int d : {64, 128})
-    for (int pi : {0, 2})
-      for (int c = 0; c < 2; ++c)
-        for (int l : lens) cases.push_back({d, l, c, &kPrecs[pi]});
+  for (int v : kVariants)
+    for (int d : {64, 128})
+      for (int pi : {0, 2})
+        for (int c = 0; c < 2; ++c)
+          for (int l : lens) cases.push_back({v, d, l, c, &kPrecs[pi]});
   for (int d : {64, 128})
     for (int pi : {1, 3})
-      for (int c = 0; c < 2; ++c) cases.push_back({d, 4096, c, &kPrecs[pi]});
+      for (int c = 0; c < 2; ++c) cases.push_back({KV_FA2_VARIANT_MMA, d, 4096, c, &kPrecs[pi]});
   for (int d : {32, 96, 256})
-    for (int c = 0; c < 2; ++c) cases.push_back({d, 4096, c, &kPrecs[0]});
+    for (int c = 0; c < 2; ++c) cases.push_back({KV_FA2_VARIANT_MMA, d, 4096, c, &kPrecs[0]});
   FILE *csv = open_csv(csv_path);
   timer tm;
-  printf("%-8s %-10s %-4s %-6s %-6s %-6s %-9s %s\n", "backend", "precision", "d", "L", "B", "causal", "ms",
+  printf("%-10s %-10s %-4s %-6s %-6s %-6s %-9s %s\n", "backend", "precision", "d", "L", "B", "causal", "ms",
          "TFLOP/s");
   for (const bench_case &bc : cases) {
     const shape s = {bc.d, 32768 / bc.lq, 16, bc.lq, bc.lq, bc.causal, KV_DIST_NORMAL, 1.0};
@@ -453,11 +470,16 @@ int cmd_bench(const char *csv_path) {
     generate(b.v, b.nk, kv_stream_key(7, bc.lq, 2), s.dist, 1.0, bc.p->store);
     const kv_fa2_args a = args_of(s, b);
     const double ms = tm.median_ms(
-        [&] { DRV_CHECK(kv_fa2_forward(a, s.d, bc.p->store, bc.p->acc, s.causal, 0, nullptr)); }, 25);
+        [&] {
+          DRV_CHECK(kv_fa2_variant_forward(bc.variant, a, s.d, bc.p->store, bc.p->acc, s.causal, 0, nullptr));
+        },
+        25);
     const double tf = flops_of(s) / (ms * 1e-3) / 1e12;
-    printf("%-8s %-10s %-4d %-6d %-6d %-6d %-9.4f %.1f\n", "kval", bc.p->name, s.d, s.lq, s.batch, s.causal, ms, tf);
+    const char *name = variant_name(bc.variant);
+    printf("%-10s %-10s %-4d %-6d %-6d %-6d %-9.4f %.1f\n", name, bc.p->name, s.d, s.lq, s.batch, s.causal, ms, tf);
     if (csv)
-      fprintf(csv, "kval,%s,%d,%d,%d,%d,%d,%.5f,%.2f\n", bc.p->name, s.d, s.lq, s.batch, s.heads, s.causal, ms, tf);
+      fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%.5f,%.2f\n", name, bc.p->name, s.d, s.lq, s.batch, s.heads, s.causal, ms,
+              tf);
   }
   if (csv) fclose(csv);
   return 0;

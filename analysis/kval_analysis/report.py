@@ -24,9 +24,9 @@ YLABEL = {"rel_l2": "relative L2 error ||out-ref||/||ref|| (1)",
           "tflops": "throughput (TFLOP/s)", "gbps": "bandwidth (GB/s)"}
 # (file stem, x axis, metrics, series, aggregation, x label, what the aggregation covers)
 PLOT_SPECS = {
-    "fa2": [("fa2_error_vs_seqlen", "seqlen", ["rel_l2", "max_ulp"], ["precision", "headdim"], "max",
+    "fa2": [("fa2_error_vs_seqlen", "seqlen", ["rel_l2", "max_ulp"], ["precision", "headdim", "variant"], "max",
              "sequence length (tokens)", "worst over ranks, causal, batch, heads and dist"),
-            ("fa2_throughput_vs_seqlen", "seqlen", ["tflops"], ["precision", "headdim", "causal"], "median",
+            ("fa2_throughput_vs_seqlen", "seqlen", ["tflops"], ["variant", "precision", "headdim", "causal"], "median",
              "sequence length (tokens)", "median over ranks, batch, heads and dist")],
     "gemm": [("gemm_error_vs_K", "K", ["rel_l2", "max_ulp"], ["precision", "variant"], "max",
               "reduction length K (elements)", "worst over ranks, layouts, dists and shapes with that K"),

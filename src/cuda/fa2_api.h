@@ -33,6 +33,17 @@ cudaError_t kv_fa2_run(const kv_fa2_args &a, cudaStream_t stream);
 template <int D, int STORE, int ACC, bool CAUSAL>
 cudaError_t kv_fa2_info(kv_fa2_kernel_info *info);
 
+/* kval-wgmma, the Hopper variant (fa2_wgmma.cuh, instantiated in fa2_wgmma_d<D>.cu): head dims
+ * 64 and 128, fp16/bf16 storage with fp32 accumulation, compute capability 9.0. */
+template <int D, int STORE, bool CAUSAL>
+cudaError_t kv_fa2_wgmma_run(const kv_fa2_args &a, cudaStream_t stream, const char **why);
+template <int D, int STORE, bool CAUSAL>
+cudaError_t kv_fa2_wgmma_info(kv_fa2_kernel_info *info);
+
+/* The two kernels of the family: the mma.sync kernel (every head dim and precision) and the
+ * Hopper one. */
+enum kv_fa2_variant { KV_FA2_VARIANT_MMA = 0, KV_FA2_VARIANT_WGMMA = 1 };
+
 /* Run-time dispatch (fa2_dispatch.cu). cudaErrorInvalidValue for a combination that is not
  * instantiated (head dim not 32/64/96/128/256, fp16 accumulation with bf16 storage, ...), a
  * grid too large, or a non-positive scale; *why (may be NULL) then names the reason. */
@@ -40,6 +51,15 @@ cudaError_t kv_fa2_forward(const kv_fa2_args &a, int headdim, int store, int acc
                            cudaStream_t stream, const char **why);
 cudaError_t kv_fa2_resources(int headdim, int store, int acc, int causal, kv_fa2_kernel_info *info,
                              const char **why);
+/* The same for a variant; kval-wgmma also answers cudaErrorInvalidValue with a reason for a
+ * head dim other than 64/128, a reduced accumulator, or a device that is not compute
+ * capability 9.0 (kv_fa2_variant_supported says which, without launching). */
+cudaError_t kv_fa2_variant_forward(int variant, const kv_fa2_args &a, int headdim, int store, int acc, int causal,
+                                   cudaStream_t stream, const char **why);
+cudaError_t kv_fa2_variant_resources(int variant, int headdim, int store, int acc, int causal,
+                                     kv_fa2_kernel_info *info, const char **why);
+/* NULL when the variant has this combination, else the reason (device not checked). */
+const char *kv_fa2_variant_unsupported(int variant, int headdim, int store, int acc);
 
 /* GPU fp64 reference (fa2_reference.cu), the definition of families/fa2_ref.c evaluated with
  * cuBLAS DGEMM: ref = O [batch, seqlen_q, heads, D], mag the magnitude term of the same shape,

@@ -1,7 +1,7 @@
 /* fa2_launch.cu - kv_cuda_fa2, the fa2 family's CUDA side as the cuda backend sees it: a case
- * (axes precision, headdim, seqlen, causal, batch, heads; params tokens, seqlen_k, scale;
- * inputs q, k, v; outputs o and the fp32 LSE) becomes the kernel's kv_fa2_args, which
- * fa2_dispatch.cu launches with the matching instantiation, and the reference's
+ * (axes variant, precision, headdim, seqlen, causal, batch, heads; params tokens, seqlen_k,
+ * scale; inputs q, k, v; outputs o and the fp32 LSE) becomes the kernel's kv_fa2_args, which
+ * fa2_dispatch.cu launches with the variant's matching instantiation, and the reference's
  * kv_fa2_ref_args, which fa2_reference.cu evaluates in fp64. */
 #include "cuda/cuda_check.cuh"
 #include "cuda/fa2_api.h"
@@ -53,8 +53,8 @@ static kv_status fa2_launch(const kv_case *c, void *const *d_in, void *const *d_
   a.scale = d.scale_f;
   a.scale_log2 = d.scale_log2;
   const char *why = NULL;
-  const cudaError_t e =
-      kv_fa2_forward(a, (int)d.headdim, store, acc, d.causal, static_cast<cudaStream_t>(stream), &why);
+  const cudaError_t e = kv_fa2_variant_forward(d.wgmma ? KV_FA2_VARIANT_WGMMA : KV_FA2_VARIANT_MMA, a, (int)d.headdim,
+                                               store, acc, d.causal, static_cast<cudaStream_t>(stream), &why);
   if (e == cudaErrorInvalidValue && why) {
     (void)cudaGetLastError();
     kv_report(__FILE__, __LINE__, "fa2", "%s", why);
@@ -102,7 +102,8 @@ static kv_status fa2_resources(const kv_case *c, kv_kernel_resources *res) {
   KV_TRY(fa2_codes(c, &store, &acc));
   kv_fa2_kernel_info info;
   const char *why = NULL;
-  const cudaError_t e = kv_fa2_resources((int)d.headdim, store, acc, d.causal, &info, &why);
+  const cudaError_t e = kv_fa2_variant_resources(d.wgmma ? KV_FA2_VARIANT_WGMMA : KV_FA2_VARIANT_MMA, (int)d.headdim,
+                                                 store, acc, d.causal, &info, &why);
   if (e == cudaErrorInvalidValue && why) {
     kv_report(__FILE__, __LINE__, "fa2", "%s", why);
     return KV_ERR;

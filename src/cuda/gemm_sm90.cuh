@@ -1,13 +1,16 @@
-/* gemm_sm90.cuh - thin wrappers over the Hopper (sm_90a) PTX the kval-wgmma GEMM uses:
- * mbarrier (init, expect-tx arrival, arrival, parity wait), TMA 2-D tile loads
- * (cp.async.bulk.tensor completing on an mbarrier), the wgmma shared-memory matrix
- * descriptor for 128-byte swizzled tiles, wgmma.mma_async m64n256k16 (fp32 accumulators
- * for fp16/bf16 inputs, fp16 accumulators for fp16 inputs), and setmaxnreg. */
+/* gemm_sm90.cuh - thin wrappers over the Hopper (sm_90a) PTX the kval-wgmma kernels (GEMM and
+ * attention) use: mbarrier (init, expect-tx arrival, arrival, parity wait), TMA 2-D and 4-D
+ * tile loads (cp.async.bulk.tensor completing on an mbarrier) and stores, the driver's
+ * cuTensorMapEncodeTiled, the wgmma shared-memory matrix descriptor for 128-byte swizzled
+ * tiles, wgmma.mma_async m64n256k16 (fp32 accumulators for fp16/bf16 inputs, fp16
+ * accumulators for fp16 inputs), and setmaxnreg. */
 #ifndef KVAL_GEMM_SM90_CUH
 #define KVAL_GEMM_SM90_CUH
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
+#include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
 
@@ -64,6 +67,38 @@ __device__ __forceinline__ void kv_tma_load_2d(void *dst, const CUtensorMap *map
           kv_smem_addr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(kv_smem_addr(bar)), "r"(c0), "r"(c1)
       : "memory");
+}
+
+/* ---- TMA: one 4-D box (c0 = innermost coordinate) into shared memory, and back ---- */
+__device__ __forceinline__ void kv_tma_load_4d(void *dst, const CUtensorMap *map, uint64_t *bar, int c0, int c1,
+                                               int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2];" ::"r"(kv_smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(kv_smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+__device__ __forceinline__ void kv_tma_store_4d(const CUtensorMap *map, const void *src, int c0, int c1, int c2,
+                                                int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(kv_smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
+
+/* cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda); nullptr with
+ * *err set when the driver lacks it. Looked up once. */
+static inline PFN_cuTensorMapEncodeTiled_v12000 kv_tma_encode_fn(cudaError_t *err) {
+  static PFN_cuTensorMapEncodeTiled_v12000 cached = nullptr;
+  *err = cudaSuccess;
+  if (!cached) {
+    void *ptr = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    *err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q);
+    if (*err == cudaSuccess && (q != cudaDriverEntryPointSuccess || !ptr)) *err = cudaErrorSymbolNotFound;
+    if (*err == cudaSuccess) cached = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
+  }
+  return cached;
 }
 
 /* ---- TMA store of a 2-D box from shared memory, bulk-group completion ---- */

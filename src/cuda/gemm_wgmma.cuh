@@ -254,21 +254,15 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
 typedef void (*kv_wgmma_kernel_fn)(const CUtensorMap, const CUtensorMap, const CUtensorMap, const kv_gemm_epi,
                                    const int, const int);
 
-/* cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda). */
+/* cuTensorMapEncodeTiled (gemm_sm90.cuh), its absence reported. */
 static inline kv_status kv_wgmma_encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn) {
-  static PFN_cuTensorMapEncodeTiled_v12000 cached = nullptr;
-  if (!cached) {
-    void *ptr = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    KV_TRY(CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q)));
-    if (q != cudaDriverEntryPointSuccess || !ptr) {
-      kv_report(__FILE__, __LINE__, "CUDA", "cuTensorMapEncodeTiled not found in the driver (query result %d)", (int)q);
-      return KV_ERR;
-    }
-    cached = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
+  cudaError_t e;
+  *fn = kv_tma_encode_fn(&e);
+  if (e == cudaErrorSymbolNotFound) {
+    kv_report(__FILE__, __LINE__, "CUDA", "cuTensorMapEncodeTiled not found in the driver");
+    return KV_ERR;
   }
-  *fn = cached;
-  return KV_OK;
+  return CHECK_CUDA(e);
 }
 
 /* A 2-D row-major tensor of `rows` rows of `cols` elements, loaded in boxes of

@@ -18,8 +18,11 @@
 #define FA2_LOG2E 1.4426950408889634074
 
 static const char *const fa2_dists[] = {"normal", "uniform", "large_logits", NULL};
+static const char *const fa2_variants[] = {"kval-wgmma", "kval-mma", NULL};
 
 static const kv_axis_desc fa2_axes[] = {
+    {"variant", KV_AXIS_STR, "kval-wgmma kval-mma", fa2_variants, 0, 0,
+     "kernel: kval-wgmma (Hopper wgmma + TMA; headdim 64/128, fp32 accumulation) or kval-mma (mma.sync; all)"},
     {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0, "storage:accumulator type pair"},
     {"headdim", KV_AXIS_INT, "64 128", NULL, 32, 256, "head dimension (kernels: 32, 64, 96, 128, 256)"},
     {"seqlen", KV_AXIS_INT, "512 1024 2048", NULL, 1, 1048576, "query sequence length"},
@@ -39,6 +42,7 @@ static const kv_param_desc fa2_params[] = {
 void kv_fa2_dims_of(const kv_case *c, kv_fa2_dims *d) {
   long long tokens = (long long)kv_case_param(c, "tokens");
   double lk = kv_case_param(c, "seqlen_k"), scale = kv_case_param(c, "scale");
+  d->wgmma = strcmp(kv_case_str(c, "variant"), "kval-wgmma") == 0;
   d->headdim = kv_case_int(c, "headdim");
   d->seqlen = kv_case_int(c, "seqlen");
   d->causal = kv_case_int(c, "causal") != 0;
@@ -79,6 +83,11 @@ static const char *fa2_invalid(const kv_case *c, const char *backend) {
   if (why) return why;
   if (c->prec.storage == KV_FP32) return "fp32 storage not implemented: kval's tensor-core kernels take fp16/bf16";
   if (d != 32 && d != 64 && d != 96 && d != 128 && d != 256) return "headdim must be 32, 64, 96, 128 or 256";
+  if (strcmp(kv_case_str(c, "variant"), "kval-wgmma") == 0) {
+    if (d != 64 && d != 128) return "kval-wgmma: headdim must be 64 or 128 (kval-mma has 32, 64, 96, 128, 256)";
+    if (c->prec.accum != KV_FP32)
+      return "kval-wgmma: fp32 accumulation only (the reduced-accumulator models run on kval-mma)";
+  }
   if (lk != floor(lk)) return "seqlen_k must be a whole number";
   return NULL;
 }

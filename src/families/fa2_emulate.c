@@ -1,6 +1,7 @@
 /* fa2_emulate.c - the cpu backend's FlashAttention-2 forward: the blocked online-softmax
  * algorithm of the CUDA kernel with its precision model, deterministic and bit-exact to this
  * model. For each (batch, head) and query row i, key blocks of KV_FA2_BLOCK_N(d) keys
+ * (KV_FA2_WGMMA_BLOCK_N(d) for the kval-wgmma variant)
  * (fa2_blocks.h) are visited in ascending order, blocks wholly beyond the causal limit
  * skipped (the kernel's per-query-block skipping gives the same bits: a fully masked block
  * leaves max, sum and accumulators unchanged). Per block, all in fp32 unless stated:
@@ -42,7 +43,7 @@ static kv_status work_alloc(fa2_work *w, const kv_case *c) {
   kv_fa2_dims_of(c, &w->d);
   w->st = c->prec.storage;
   w->acc = c->prec.accum;
-  w->bn = KV_FA2_BLOCK_N(w->d.headdim);
+  w->bn = w->d.wgmma ? KV_FA2_WGMMA_BLOCK_N(w->d.headdim) : KV_FA2_BLOCK_N(w->d.headdim);
   size_t hd = (size_t)w->d.headdim, kv = (size_t)w->d.seqlen_k * hd;
   w->kt = KV_MALLOC(kv * sizeof(float));
   w->vf = KV_MALLOC(kv * sizeof(float));

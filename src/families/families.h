@@ -27,6 +27,7 @@ void kv_gemm_dims_of(const kv_case *c, kv_gemm_dims *d);
 typedef struct {
   long long batch, seqlen, seqlen_k, heads, headdim;
   int causal;
+  int wgmma;         /* variant kval-wgmma (its own key block size) rather than kval-mma */
   double scale;      /* softmax scale (param, or 1/sqrt(headdim)) */
   float scale_f;     /* (float)scale: the LSE is scale_f * rowmax + log(rowsum) */
   float scale_log2;  /* (float)(scale * log2(e)): p = exp2(S * scale_log2 - rowmax * scale_log2) */

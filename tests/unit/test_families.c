@@ -25,6 +25,7 @@ typedef struct {
 } param_want;
 
 static const axis_want fa2_axes[] = {
+    {"variant", KV_AXIS_STR, "kval-wgmma kval-mma", "kval-wgmma kval-mma", 0, 0},
     {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0},
     {"headdim", KV_AXIS_INT, "64 128", NULL, 32, 256},
     {"seqlen", KV_AXIS_INT, "512 1024 2048", NULL, 1, 1048576},
@@ -115,7 +116,10 @@ static const char *invalid_of(const kv_family *fam, const char *spec, const char
 static void test_invalid(void) {
   const char *fp32 = "fp32 storage not implemented: kval's tensor-core kernels take fp16/bf16";
   EXPECT_STREQ(invalid_of(&kv_family_fa2, "precision=fp16:fp32 headdim=64", "cpu"), NULL);
-  EXPECT_STREQ(invalid_of(&kv_family_fa2, "precision=bf16:bf16 headdim=256", "cuda"), NULL);
+  EXPECT_STREQ(invalid_of(&kv_family_fa2, "variant=kval-mma precision=bf16:bf16 headdim=256", "cuda"), NULL);
+  EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "variant=kval-wgmma headdim=256", "cuda"), "kval-wgmma: headdim");
+  EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "variant=kval-wgmma precision=fp16:fp16", "cpu"), "fp32 accumulation");
+  EXPECT_STREQ(invalid_of(&kv_family_fa2, "variant=kval-wgmma precision=bf16:fp32 headdim=128", "cpu"), NULL);
   EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "headdim=48", "cpu"), "headdim");
   EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "headdim=160", "cuda"), "headdim");
   EXPECT_STREQ(invalid_of(&kv_family_fa2, "precision=fp32:fp32", "cuda"), fp32);

@@ -196,45 +196,48 @@ static void test_p_rounding(const char *prec) {
   fcase_free(&f);
 }
 
-/* Random inputs: every precision, head dimension, mask and distribution within tolerance;
- * the emulated lse within the accumulation error of the scores. */
+/* Random inputs: both variants' block sizes, every precision, head dimension, mask and
+ * distribution they have within tolerance; the emulated lse within the accumulation error
+ * of the scores. */
 static void test_emulation_vs_reference(void) {
   static const int hds[] = {32, 64, 96, 128, 256};
   static const char *const dists[] = {"normal", "uniform", "large_logits"};
   static const char *const lens[] = {"seqlen=70 seqlen_k=130", "seqlen=100 seqlen_k=0", "seqlen=150 seqlen_k=33"};
-  for (int p = 0; p < 4; p++)
-    for (int h = 0; h < 5; h++)
-      for (int causal = 0; causal < 2; causal++)
-        for (int ds = 0; ds < 3; ds++) {
-          char spec[200];
-          snprintf(spec, sizeof spec, "precision=%s headdim=%d causal=%d dist=%s heads=2 batch=1 %s", precisions[p],
-                   hds[h], causal, dists[ds], lens[(h + ds) % 3]);
-          fcase f;
-          fcase_make(&f, &kv_family_fa2, spec);
-          fcase_generate(&f, 31 + (uint64_t)h);
-          fcase_emulate(&f);
-          fcase_reference(&f, 0);
-          double ratio = fcase_bound_ratio(&f);
-          EXPECT(ratio <= 1.0, "%s: max err / bound = %g", spec, ratio);
-          kv_fa2_dims d;
-          kv_fa2_dims_of(&f.c, &d);
-          const float *lse = f.out[1];
-          double u = kv_dtype_unit_roundoff(f.c.prec.accum), worst = 0.0;
-          for (size_t r = 0; r < f.n_rows; r++) {
-            if (f.aux_ref[r] == -INFINITY) {
-              worst = fmax(worst, lse[r] == -INFINITY ? 0.0 : INFINITY);
-              continue;
+  static const char *const variants[] = {"kval-mma", "kval-wgmma"};
+  for (int v = 0; v < 2; v++)
+    for (int p = 0; p < 4; p++)
+      for (int h = 0; h < 5; h++)
+        for (int causal = 0; causal < 2; causal++)
+          for (int ds = 0; ds < 3; ds++) {
+            if (v == 1 && ((hds[h] != 64 && hds[h] != 128) || strstr(precisions[p], ":fp32") == NULL)) continue;
+            char spec[220];
+            snprintf(spec, sizeof spec, "variant=%s precision=%s headdim=%d causal=%d dist=%s heads=2 batch=1 %s",
+                     variants[v], precisions[p], hds[h], causal, dists[ds], lens[(h + ds) % 3]);
+            fcase f;
+            fcase_make(&f, &kv_family_fa2, spec);
+            fcase_generate(&f, 31 + (uint64_t)h);
+            fcase_emulate(&f);
+            fcase_reference(&f, 0);
+            double ratio = fcase_bound_ratio(&f);
+            EXPECT(ratio <= 1.0, "%s: max err / bound = %g", spec, ratio);
+            kv_fa2_dims d;
+            kv_fa2_dims_of(&f.c, &d);
+            const float *lse = f.out[1];
+            double u = kv_dtype_unit_roundoff(f.c.prec.accum), worst = 0.0;
+            for (size_t r = 0; r < f.n_rows; r++) {
+              if (f.aux_ref[r] == -INFINITY) {
+                worst = fmax(worst, lse[r] == -INFINITY ? 0.0 : INFINITY);
+                continue;
+              }
+              /* score error ~ sqrt(d) u_acc |q||k| scale, |q||k| <= 3.5^2 d (x16 for large logits) */
+              double qk = 12.25 * (double)d.headdim * (ds == 2 ? 16.0 : 1.0);
+              double bound = 2.0 * sqrt((double)d.headdim) * u * qk * d.scale + 4e-7 * (1.0 + fabs(f.aux_ref[r]));
+              worst = fmax(worst, fabs(lse[r] - f.aux_ref[r]) / bound);
             }
-            /* score error ~ sqrt(d) u_acc |q||k| scale, |q||k| <= 3.5^2 d (x16 for large logits) */
-            double qk = 12.25 * (double)d.headdim * (ds == 2 ? 16.0 : 1.0);
-            double bound = 2.0 * sqrt((double)d.headdim) * u * qk * d.scale + 4e-7 * (1.0 + fabs(f.aux_ref[r]));
-            worst = fmax(worst, fabs(lse[r] - f.aux_ref[r]) / bound);
+            EXPECT(worst <= 1.0, "%s: lse err / bound = %g", spec, worst);
+            fcase_free(&f);
           }
-          EXPECT(worst <= 1.0, "%s: lse err / bound = %g", spec, worst);
-          fcase_free(&f);
-        }
 }
-
 int main(void) {
   TEST("one-hot attention returns the hot value row, in the first and in a partial last block");
   for (int p = 0; p < 4; p++) {
