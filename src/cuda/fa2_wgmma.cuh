@@ -13,7 +13,9 @@
  *   causal diagonal are never loaded.
  *   Consumer warpgroup c (rows 64c..64c+63, 240 registers): per key tile
  *     S = Q K^T     wgmma m64nBNk16, both operands from shared memory (K-major), fp32
- *                   accumulators; the K slot is released as soon as it completes;
+ *                   accumulators, issued together with P V of the previous tile, so the
+ *                   tensor cores run that P V while this tile's softmax runs (intra-
+ *                   warpgroup pipelining); the K slot is released as soon as S completes;
  *     mask          keys >= seqlen_k and above the bottom-right aligned causal diagonal set to
  *                   -inf, only in the tiles that need it;
  *     softmax       online, in the log2 domain, as the mma.sync kernel (fa2_kernel.cuh): row
@@ -22,6 +24,7 @@
  *     O += P V      wgmma m64nDk16 with P from registers (rounded to the storage type; the
  *                   S accumulator layout is the A-fragment layout) and V from shared memory
  *                   read N-major (transpose bit), fp32 accumulators; V slot released.
+ *   Pingpong scheduling between the two consumer warpgroups where the traits ask for it.
  *   Epilogue: O / rowsum rounded once to the storage type, written 128-byte swizzled into the
  *   warpgroup's own rows of the Q buffer and stored by one TMA store per 64-column chunk;
  *   LSE = m * scale + log(rowsum) (-inf and output 0 for a fully masked row).
@@ -207,92 +210,162 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+  const uint32_t q_base = kv_smem_addr(sq) + cw * 64 * 128;
 
-  if (n_end > 0) {
-    kv_mbar_wait(full_q, 0);
-    const uint32_t q_base = kv_smem_addr(sq) + cw * 64 * 128;
-    for (int n = 0; n < n_end; ++n) {
-      const int s = n % ST;
-      const uint32_t parity = (n / ST) & 1;
-      const uint32_t k_base = kv_smem_addr(sk + s * Tr::kTileBytes), v_base = kv_smem_addr(sv + s * Tr::kTileBytes);
-
-      /* S = Q K^T: k-step kt = columns 16kt.. = chunk kt / 4, 32 bytes (kt % 4) into its rows */
-      float sc[BN / 2];
-      kv_mbar_wait(&full_k[s], parity);
-      kv_wgmma_fence();
+  /* The waits for a tile's K or V come before the wgmma.fence that opens a batch of wgmma:
+   * other instructions inside the batch would make ptxas serialise the wgmma. */
+  auto wait_k = [&](int n) { kv_mbar_wait(&full_k[n % ST], (n / ST) & 1); };
+  auto wait_v = [&](int n) { kv_mbar_wait(&full_v[n % ST], (n / ST) & 1); };
+  /* S = Q K^T of tile n issued (one commit group): k-step kt = columns 16kt.. = chunk
+   * kt / 4, 32 bytes (kt % 4) into its rows */
+  auto issue_s = [&](float (&sc)[BN / 2], int n) {
+    const int st = n % ST;
+    const uint32_t k_base = kv_smem_addr(sk + st * Tr::kTileBytes);
 #pragma unroll
-      for (int kt = 0; kt < D / 16; ++kt)
-        wgmma_ss<STORE, BN>(sc, kv_wgmma_desc(q_base + (kt / 4) * BM * 128 + (kt % 4) * 32, 16, 1024),
-                            kv_wgmma_desc(k_base + (kt / 4) * BN * 128 + (kt % 4) * 32, 16, 1024), kt > 0);
-      kv_wgmma_commit();
-      kv_wgmma_wait<0>();
+    for (int kt = 0; kt < D / 16; ++kt)
+      wgmma_ss<STORE, BN>(sc, kv_wgmma_desc(q_base + (kt / 4) * BM * 128 + (kt % 4) * 32, 16, 1024),
+                          kv_wgmma_desc(k_base + (kt / 4) * BN * 128 + (kt % 4) * 32, 16, 1024), kt > 0);
+    kv_wgmma_commit();
+  };
+  /* O += P V of tile n issued (one commit group): k-step kk = keys 16kk.. = 16 rows of 128
+   * bytes further into every chunk; the N (head dim) chunks are a tile's BN * 128 bytes apart */
+  auto issue_pv = [&](const uint32_t (&p)[BN / 16][4], int n) {
+    const int st = n % ST;
+    const uint32_t v_base = kv_smem_addr(sv + st * Tr::kTileBytes);
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) kv_reg_fence(sc[i]);
-      __syncwarp();
-      if (lane == 0) kv_mbar_arrive(&empty_k[s]);
-
-      /* accumulator j of column block jb = j / 4: row row0 + 8 ((j / 2) % 2), key
-       * n BN + 8 jb + 2 t4 + j % 2 */
-      if (n >= n_free) {
+    for (int kk = 0; kk < BN / 16; ++kk)
+      wgmma_rs<STORE, D>(o, p[kk], kv_wgmma_desc(v_base + kk * 16 * 128, BN * 128, 1024));
+    kv_wgmma_commit();
+  };
+  /* Register operands of the next batch settled before its wgmma.fence: the compiler must not
+   * sink their definitions (the rescale of O, the copy of P) into the batch, which would make
+   * ptxas serialise the wgmma. */
+  auto settle = [&](float *r, int n) {
 #pragma unroll
-        for (int hi = 0; hi < 2; ++hi) {
-          const int i = m0 + row0 + 8 * hi;
-          const int lim = CAUSAL ? min(Lk - 1, i + shift) : Lk - 1; /* last visible key */
+    for (int i = 0; i < n; ++i) kv_reg_fence(r[i]);
+  };
+  auto settle_p = [&](uint32_t (&p)[BN / 16][4]) {
 #pragma unroll
-          for (int jb = 0; jb < BN / 8; ++jb)
+    for (int kk = 0; kk < BN / 16; ++kk)
 #pragma unroll
-            for (int e = 0; e < 2; ++e)
-              if (n * BN + 8 * jb + 2 * t4 + e > lim) sc[4 * jb + 2 * hi + e] = -INFINITY;
-        }
-      }
-
-      /* online softmax */
-      float msc[2], fac[2], sum[2] = {0.f, 0.f};
+      for (int r = 0; r < 4; ++r) kv_reg_fence(p[kk][r]);
+  };
+  /* Pingpong (traits kPingpong, two consumers): the warpgroups take turns to issue their wgmma
+   * batches, so one runs its softmax while the other's matmuls occupy the tensor cores.
+   * Warpgroup c waits on named barrier 8 + c and, after issuing, arrives on the other's; the
+   * second warpgroup opens with an arrival and leaves out the one after its last batch, so
+   * arrivals and waits pair up (n_end + 1 batches each). */
+  auto turn_wait = [&]() {
+    if constexpr (Tr::kPingpong) asm volatile("bar.sync %0, 256;" ::"r"(8 + cw) : "memory");
+  };
+  auto turn_pass = [&]() {
+    if constexpr (Tr::kPingpong) asm volatile("bar.arrive %0, 256;" ::"r"(8 + (cw ^ 1)) : "memory");
+  };
+  auto release = [&](uint64_t *bar) {
+    __syncwarp();
+    if (lane == 0) kv_mbar_arrive(bar);
+  };
+  /* mask and online softmax of tile n's scores, in place: accumulator j of column block
+   * jb = j / 4 is row row0 + 8 ((j / 2) % 2), key n BN + 8 jb + 2 t4 + j % 2; it becomes
+   * p = ex2(S * scale_log2 - m * scale_log2) in fp32; fac rescales O and the row sum. */
+  auto softmax = [&](float (&sc)[BN / 2], int n, float (&fac)[2]) {
+    if (n >= n_free) {
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
-        float mx = row_max[hi];
+        const int i = m0 + row0 + 8 * hi;
+        const int lim = CAUSAL ? min(Lk - 1, i + shift) : Lk - 1; /* last visible key */
 #pragma unroll
-        for (int jb = 0; jb < BN / 8; ++jb) mx = fmaxf(mx, fmaxf(sc[4 * jb + 2 * hi], sc[4 * jb + 2 * hi + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        msc[hi] = mx == -INFINITY ? 0.f : mx * sl2;
-        fac[hi] = ex2((row_max[hi] - (mx == -INFINITY ? 0.f : mx)) * sl2);
-        row_max[hi] = mx;
+        for (int jb = 0; jb < BN / 8; ++jb)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            if (n * BN + 8 * jb + 2 * t4 + e > lim) sc[4 * jb + 2 * hi + e] = -INFINITY;
       }
-      /* P as the A fragments of P V: k-step kk = keys 16kk.. = column blocks 2kk and 2kk + 1 */
-      uint32_t p[BN / 16][4];
+    }
+    float msc[2], sum[2] = {0.f, 0.f};
 #pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk)
+    for (int hi = 0; hi < 2; ++hi) {
+      float mx = row_max[hi];
 #pragma unroll
-        for (int r = 0; r < 4; ++r) { /* r: (row0 | row0 + 8) x (block 2kk | 2kk + 1) */
-          const int hi = r & 1, j = 4 * (2 * kk + (r >> 1)) + 2 * hi;
-          const float p0 = ex2(fmaf(sc[j], sl2, -msc[hi])), p1 = ex2(fmaf(sc[j + 1], sl2, -msc[hi]));
-          sum[hi] += p0 + p1;
-          p[kk][r] = pack2<STORE>(p0, p1);
-        }
+      for (int jb = 0; jb < BN / 8; ++jb) mx = fmaxf(mx, fmaxf(sc[4 * jb + 2 * hi], sc[4 * jb + 2 * hi + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      msc[hi] = mx == -INFINITY ? 0.f : mx * sl2;
+      fac[hi] = ex2((row_max[hi] - (mx == -INFINITY ? 0.f : mx)) * sl2);
+      row_max[hi] = mx;
+    }
 #pragma unroll
-      for (int hi = 0; hi < 2; ++hi) row_sum[hi] = row_sum[hi] * fac[hi] + sum[hi];
+    for (int j = 0; j < BN / 2; ++j) {
+      const int hi = (j / 2) % 2;
+      sc[j] = ex2(fmaf(sc[j], sl2, -msc[hi]));
+      sum[hi] += sc[j];
+    }
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) row_sum[hi] = row_sum[hi] * fac[hi] + sum[hi];
+  };
+  /* P rounded to the storage type as the A fragments of P V: k-step kk = keys 16kk.. =
+   * column blocks 2kk and 2kk + 1; register r = (row0 | row0 + 8) x (block 2kk | 2kk + 1) */
+  auto to_p = [&](const float (&sc)[BN / 2], uint32_t (&p)[BN / 16][4]) {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int j = 4 * (2 * kk + (r >> 1)) + 2 * (r & 1);
+        p[kk][r] = pack2<STORE>(sc[j], sc[j + 1]);
+      }
+  };
+
+  /* Software pipeline (FA3's intra-warpgroup overlap): S of tile n and P V of tile n - 1 are
+   * issued together, and the softmax of tile n runs while the tensor cores compute that P V.
+   * O is rescaled and P rebuilt only once the P V is complete (wgmma reads its register
+   * operands asynchronously). */
+  if (n_end > 0) {
+    if (cw == 1) turn_pass();
+    kv_mbar_wait(full_q, 0);
+    float sc[BN / 2], fac[2];
+    uint32_t p[BN / 16][4];
+    wait_k(0);
+    turn_wait();
+    kv_wgmma_fence();
+    issue_s(sc, 0);
+    turn_pass();
+    kv_wgmma_wait<0>();
+    settle(sc, BN / 2);
+    release(&empty_k[0]);
+    softmax(sc, 0, fac); /* O is still zero: no rescale */
+    to_p(sc, p);
+    for (int n = 1; n < n_end; ++n) {
+      wait_k(n);
+      wait_v(n - 1);
+      settle(o, D / 2);
+      settle_p(p);
+      turn_wait();
+      kv_wgmma_fence();
+      issue_s(sc, n);
+      issue_pv(p, n - 1);
+      turn_pass();
+      kv_wgmma_wait<1>(); /* S of tile n */
+      settle(sc, BN / 2);
+      release(&empty_k[n % ST]);
+      softmax(sc, n, fac);
+      kv_wgmma_wait<0>(); /* P V of tile n - 1 */
+      settle(o, D / 2);
+      settle_p(p);
+      release(&empty_v[(n - 1) % ST]);
 #pragma unroll
       for (int i = 0; i < D / 2; ++i) o[i] *= fac[(i / 2) % 2];
-
-      /* O += P V: k-step kk = keys 16kk.. = 16 rows of 128 bytes further into every chunk;
-       * the N (head dim) chunks are a tile's BN * 128 bytes apart */
-      kv_mbar_wait(&full_v[s], parity);
-      kv_wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk)
-        wgmma_rs<STORE, D>(o, p[kk], kv_wgmma_desc(v_base + kk * 16 * 128, BN * 128, 1024));
-      kv_wgmma_commit();
-      kv_wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < D / 2; ++i) kv_reg_fence(o[i]);
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) kv_reg_fence(p[kk][r]);
-      __syncwarp();
-      if (lane == 0) kv_mbar_arrive(&empty_v[s]);
+      to_p(sc, p);
     }
+    wait_v(n_end - 1);
+    settle(o, D / 2);
+    settle_p(p);
+    turn_wait();
+    kv_wgmma_fence();
+    issue_pv(p, n_end - 1);
+    if (cw == 0) turn_pass();
+    kv_wgmma_wait<0>();
+    settle(o, D / 2);
+    settle_p(p);
+    release(&empty_v[(n_end - 1) % ST]);
   }
 
   /* epilogue: normalise, LSE, stage in this warpgroup's Q rows (swizzled), TMA store */
