@@ -1,7 +1,8 @@
 /* backend.h - execution backends as structs of function pointers in a NULL-terminated
  * registry (IOR's aiori pattern). A backend produces, for one case, the kernel output on
- * the host, the fp64 reference of the rows it covers and the timing samples; the runner
- * turns those into statistics, a verdict and a result row. */
+ * the host, the fp64 reference of the rows it covers (or the error statistics computed on
+ * the device) and the timing samples; the runner turns those into statistics, a verdict and
+ * a result row. */
 #ifndef KVAL_BACKEND_H
 #define KVAL_BACKEND_H
 
@@ -10,6 +11,7 @@
 
 #include "check.h"
 #include "family.h"
+#include "numerics/errstats.h"
 #include "plan.h"
 
 #define KV_STR 128
@@ -43,7 +45,7 @@ typedef struct {
   size_t aux_count;
   size_t *rows;        /* output rows covered by ref (NULL: all rows, in order) */
   size_t n_rows, row_len;
-  double *ref, *mag;   /* n_rows * row_len reference values and magnitude terms */
+  double *ref, *mag;   /* n_rows * row_len reference values and magnitude terms (NULL with has_stats) */
   double *aux_ref;     /* n_rows auxiliary reference values, or NULL */
   double *times;       /* timed repetitions, seconds */
   int n_times;
@@ -55,6 +57,13 @@ typedef struct {
   int clock_flag;
   /* resources of the kernel variant (-1 when unknown, e.g. on the cpu backend) */
   int registers, smem_bytes, local_bytes, occupancy;
+  /* Requests of the runner, set before run_case (a backend may ignore them):
+   * device_stats - compute the error statistics where the data is (the device) and hand them
+   *                back in stats (has_stats = 1); ref and mag then need not come to the host;
+   * device_fault - cause a real sticky device error in this case (--inject sticky). */
+  int device_stats, device_fault;
+  int has_stats;       /* 1: stats holds the error statistics of output 0 against ref */
+  kv_errstats stats;
 } kv_case_data;
 
 void kv_case_data_free(kv_case_data *d);

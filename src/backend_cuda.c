@@ -1,8 +1,11 @@
 /* backend_cuda.c - the `cuda` backend: binds the rank to its GPU, measures the ceilings, and
  * runs a case: device buffers laid out as kv_tensors, inputs generated on the device
  * (bit-identical to the host generator), outputs poisoned with NaN bits, the timing harness,
- * the output copied back, the GPU fp64 reference over the whole output, and a cross-check
- * of that reference against the family's CPU reference on a few sampled rows. */
+ * the output copied back, the GPU fp64 reference over the whole output, the error
+ * statistics computed on the device from it (errstats_gpu.cu; the whole reference comes to
+ * the host only when the runner asks for host statistics), a cross-check of that reference
+ * against the family's CPU reference on a few sampled rows, and --inject sticky as a real
+ * device fault (fault.cu). */
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -15,6 +18,7 @@
 #include "cuda/cuda_check.cuh"
 #include "nvml.h"
 #include "numerics/rng.h"
+#include "numerics/tolerance.h"
 #include "timing.h"
 
 #define XCHECK_ROWS 16 /* rows of the CPU cross-check of the GPU reference */
@@ -114,9 +118,10 @@ static kv_status download(void **host, const void *dev, size_t bytes) {
   return CHECK_CUDA(cudaMemcpy(*host, dev, bytes, cudaMemcpyDeviceToHost));
 }
 
-/* The kernel output and the GPU fp64 reference (timed) on the host. */
-static kv_status collect(const kv_case *c, const kv_tensors *t, const kv_cost *cost, case_buffers *b,
-                         kv_case_data *d) {
+/* The kernel output on the host, the GPU fp64 reference (timed), and either the error
+ * statistics computed on the device (d->device_stats) or the whole reference on the host. */
+static kv_status collect(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, const kv_cost *cost,
+                         case_buffers *b, kv_case_data *d) {
   const kv_cuda_family *cf = c->fp->family->cuda;
   KV_TRY(download(&d->out, b->out[0], tensor_bytes(&t->out[0])));
   d->out_count = t->out[0].count;
@@ -132,9 +137,22 @@ static kv_status collect(const kv_case *c, const kv_tensors *t, const kv_cost *c
   d->rows = NULL;
   d->n_rows = cost->rows;
   d->row_len = cost->row_len;
-  KV_TRY(download((void **)&d->ref, b->ref, t->out[0].count * sizeof(double)));
-  KV_TRY(download((void **)&d->mag, b->mag, t->out[0].count * sizeof(double)));
   if (t->n_out > 1) KV_TRY(download((void **)&d->aux_ref, b->aux_ref, cost->rows * sizeof(double)));
+  if (d->device_stats) {
+    const kv_tolerance tol = rs->has_tol_override ? rs->tol_override : kv_tolerance_default(c->prec);
+    KV_TRY(kv_cuda_errstats(b->out[0], t->out[0].dtype, NULL, b->ref, b->mag, t->out[0].count, c->prec, &tol,
+                            cost->red_len, &d->stats, ctx.stream));
+    d->has_stats = 1;
+    return KV_OK;
+  }
+  KV_TRY(download((void **)&d->ref, b->ref, t->out[0].count * sizeof(double)));
+  return download((void **)&d->mag, b->mag, t->out[0].count * sizeof(double));
+}
+
+/* Rows rows[0..n) of a device array of rows of len doubles, packed on the host. */
+static kv_status download_rows(double *host, const double *dev, const size_t *rows, size_t n, size_t len) {
+  for (size_t r = 0; r < n; r++)
+    KV_TRY(CHECK_CUDA(cudaMemcpy(host + r * len, dev + rows[r] * len, len * sizeof *host, cudaMemcpyDeviceToHost)));
   return KV_OK;
 }
 
@@ -164,30 +182,34 @@ static size_t xcheck_rows(const kv_case *c, const kv_cost *cost, const kv_run_se
   return n;
 }
 
-/* GPU vs CPU fp64 reference (value, magnitude term, auxiliary output) on sampled rows; the
- * CPU one reads the device inputs copied to the host. */
+/* GPU vs CPU fp64 reference (value, magnitude term, auxiliary output) on sampled rows: the
+ * CPU one reads the device inputs copied to the host, the GPU one only those rows. */
 static kv_status cross_check(const kv_case *c, const kv_tensors *t, const kv_cost *cost, const kv_run_settings *rs,
                              const case_buffers *b, kv_case_data *d) {
   const kv_family *f = c->fp->family;
   void *h_in[KV_MAX_TENSORS] = {0};
   size_t *rows = NULL;
-  double *ref = NULL, *mag = NULL, *aux = NULL;
+  double *ref = NULL, *mag = NULL, *aux = NULL, *gref = NULL, *gmag = NULL;
   const size_t n = xcheck_rows(c, cost, rs, &rows), len = cost->row_len;
   kv_status st = n > 0 ? KV_OK : KV_ERR;
   for (int i = 0; i < t->n_in && st == KV_OK; i++) st = download(&h_in[i], b->in[i], tensor_bytes(&t->in[i]));
   if (st == KV_OK) {
     ref = KV_MALLOC(n * len * sizeof *ref);
     mag = KV_MALLOC(n * len * sizeof *mag);
+    gref = KV_MALLOC(n * len * sizeof *gref);
+    gmag = KV_MALLOC(n * len * sizeof *gmag);
     aux = t->n_out > 1 ? KV_MALLOC(n * sizeof *aux) : NULL;
-    st = (ref && mag && (t->n_out < 2 || aux)) ? KV_OK : KV_ERR;
+    st = (ref && mag && gref && gmag && (t->n_out < 2 || aux)) ? KV_OK : KV_ERR;
   }
+  if (st == KV_OK) st = download_rows(gref, b->ref, rows, n, len);
+  if (st == KV_OK) st = download_rows(gmag, b->mag, rows, n, len);
   if (st == KV_OK) st = f->reference(c, (const void *const *)h_in, rows, n, ref, mag, aux);
   double worst = 0.0;
   for (size_t r = 0; r < n && st == KV_OK; r++) {
     for (size_t j = 0; j < len; j++) {
-      const size_t g = rows[r] * len + j, k = r * len + j;
-      worst = fmax(worst, disagreement(d->ref[g], ref[k], fabs(mag[k])));
-      worst = fmax(worst, disagreement(d->mag[g], mag[k], 0.0));
+      const size_t k = r * len + j;
+      worst = fmax(worst, disagreement(gref[k], ref[k], fabs(mag[k])));
+      worst = fmax(worst, disagreement(gmag[k], mag[k], 0.0));
     }
     if (aux) worst = fmax(worst, disagreement(d->aux_ref[rows[r]], aux[r], 0.0));
   }
@@ -196,8 +218,18 @@ static kv_status cross_check(const kv_case *c, const kv_tensors *t, const kv_cos
   free(rows);
   free(ref);
   free(mag);
+  free(gref);
+  free(gmag);
   free(aux);
   return st;
+}
+
+/* --inject sticky: a real sticky device error after the case's kernel ran. CHECK_CUDA defers
+ * the fatal error; a device that did not fault fails the case (the injection tested nothing). */
+static kv_status inject_fault(const kv_case *c) {
+  if (kv_cuda_fault(ctx.stream) != KV_OK) return KV_ERR;
+  kv_report(__FILE__, __LINE__, c->fp->family->name, "cell %zu: the injected device fault did not fault", c->cell);
+  return KV_ERR;
 }
 
 static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_case_data *d, char *message,
@@ -239,9 +271,13 @@ static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_c
     step = "launch";
     st = kv_cuda_time_case(&ctx, f->cuda, c, b.in, b.out, rs, d);
   }
+  if (st == KV_OK && d->device_fault) {
+    step = "injected device fault";
+    st = inject_fault(c);
+  }
   if (st == KV_OK) {
-    step = "GPU reference";
-    st = collect(c, &t, &cost, &b, d);
+    step = "GPU reference and error statistics";
+    st = collect(c, rs, &t, &cost, &b, d);
   }
   if (st == KV_OK && cross_check(c, &t, &cost, rs, &b, d) != KV_OK)
     kv_report(__FILE__, __LINE__, f->name, "cell %zu: CPU cross-check of the GPU reference failed", c->cell);

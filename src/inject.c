@@ -66,10 +66,25 @@ static void flip_bit(void *buf, size_t i, kv_dtype t) {
   }
 }
 
+static int targets(const kv_inject *inj, int rank, size_t case_index) {
+  return inj->rank == rank && (inj->case_index < 0 || (size_t)inj->case_index == case_index);
+}
+
+void kv_inject_requests(const kv_inject *inj, int n, int rank, size_t case_index, kv_case_data *d) {
+  d->device_stats = 1;
+  d->device_fault = 0;
+  for (int k = 0; k < n; k++) {
+    if (!targets(&inj[k], rank, case_index)) continue;
+    if (inj[k].kind == KV_INJECT_BITFLIP || inj[k].kind == KV_INJECT_NAN || inj[k].kind == KV_INJECT_SCALE)
+      d->device_stats = 0;
+    if (inj[k].kind == KV_INJECT_STICKY) d->device_fault = 1;
+  }
+}
+
 int kv_inject_apply(const kv_inject *inj, int n, int rank, size_t case_index, kv_case_data *d) {
   int applied = 0;
   for (int k = 0; k < n; k++) {
-    if (inj[k].rank != rank || (inj[k].case_index >= 0 && (size_t)inj[k].case_index != case_index)) continue;
+    if (!targets(&inj[k], rank, case_index)) continue;
     size_t mid = d->out_count / 2;
     switch (inj[k].kind) {
       case KV_INJECT_BITFLIP: flip_bit(d->out, mid, d->out_type); break;

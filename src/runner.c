@@ -1,7 +1,8 @@
 /* runner.c - the common driver of a rank: for each of its cases, ask the backend for the
- * output, reference and timings, apply --inject faults, compute error statistics, verdict,
- * fingerprint and throughput, stream the row to the output, print progress and failures;
- * at the end compare fingerprints across ranks (fleet mode). */
+ * output, the reference (or the error statistics it computed on the device) and timings,
+ * apply --inject faults, compute error statistics, verdict, fingerprint and throughput,
+ * stream the row to the output, print progress and failures; at the end compare
+ * fingerprints across ranks (fleet mode). */
 #include "runner.h"
 
 #include <math.h>
@@ -46,9 +47,9 @@ void kv_runner_install_signals(void) {
   sigaction(SIGTERM, &sa, NULL);
 }
 
-/* Error statistics and verdict of output 0, and the auxiliary output's max error. */
-static kv_status evaluate(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, const kv_case_data *d,
-                          kv_result *r) {
+/* Error statistics of output 0 on the host (the backend handed back ref and mag). */
+static kv_status host_errstats(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, const kv_case_data *d,
+                               kv_errstats *es) {
   size_t n = d->n_rows * d->row_len;
   int64_t *index = NULL;
   if (d->rows) {
@@ -58,10 +59,20 @@ static kv_status evaluate(const kv_case *c, const kv_cost *cost, const kv_run_se
       for (size_t j = 0; j < d->row_len; j++) index[i * d->row_len + j] = (int64_t)(d->rows[i] * d->row_len + j);
   }
   kv_tolerance tol = rs->has_tol_override ? rs->tol_override : kv_tolerance_default(c->prec);
-  kv_errstats es;
-  int rc = kv_errstats_compute(d->out, d->out_type, index, d->ref, d->mag, n, c->prec, &tol, cost->red_len, &es);
+  int rc = kv_errstats_compute(d->out, d->out_type, index, d->ref, d->mag, n, c->prec, &tol, cost->red_len, es);
   free(index);
-  if (rc != 0) return KV_ERR;
+  return rc == 0 ? KV_OK : KV_ERR;
+}
+
+/* Error statistics (the backend's own when it computed them on the device) and verdict of
+ * output 0, and the auxiliary output's max error. */
+static kv_status evaluate(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, const kv_case_data *d,
+                          kv_result *r) {
+  kv_errstats es;
+  if (d->has_stats)
+    es = d->stats;
+  else
+    KV_TRY(host_errstats(c, cost, rs, d, &es));
   r->max_abs = es.max_abs;
   r->max_rel = es.max_rel;
   r->rel_l2 = es.rel_l2;
@@ -156,6 +167,7 @@ static void run_case(const kv_plan *p, size_t ci, const kv_backend *be, const kv
   kv_case_data d;
   memset(&d, 0, sizeof d);
   d.ref_xcheck = NAN;
+  kv_inject_requests(inj, n_inj, rank, ci, &d);
   char msg[KV_MESSAGE_LEN] = "";
   int ok = be->run_case(c, &p->run, &d, msg, sizeof msg) == KV_OK;
   if (ok) kv_inject_apply(inj, n_inj, rank, ci, &d);

@@ -1,10 +1,12 @@
 #!/bin/sh
 # sanitizer.sh - compute-sanitizer's memcheck, racecheck, initcheck and synccheck over the
-# GPU test binary (tests/gpu/test_cuda_families small: a few cases of every family with a
-# CUDA implementation, through the cuda backend). Any reported error fails the test. The
-# start-up ceilings (cuBLAS and 2 GiB copies, slow under instrumentation) are skipped with
-# KVAL_SKIP_CEILINGS=1. Skips (77) without the binary, without compute-sanitizer or without
-# a GPU. Environment: top_builddir (automake), COMPUTE_SANITIZER (default: on the PATH).
+# GPU test binaries: tests/gpu/test_cuda_families small (a few cases of every family and
+# kernel variant with a CUDA implementation, through the cuda backend) and
+# tests/gpu/test_errstats_gpu small (the device error statistics). Any reported error fails
+# the test. The start-up ceilings (cuBLAS and 2 GiB copies, slow under instrumentation) are
+# skipped with KVAL_SKIP_CEILINGS=1. Skips (77) without the binary, without compute-sanitizer
+# or without a GPU. Environment: top_builddir (automake), COMPUTE_SANITIZER (default: on the
+# PATH).
 : "${top_builddir:=.}"
 bin="$top_builddir/tests/gpu/test_cuda_families"
 if [ ! -x "$bin" ]; then
@@ -27,15 +29,17 @@ fi
 log=${TMPDIR:-/tmp}/sanitizer.$$
 trap 'rm -f "$log"' EXIT
 status=0
-for tool in memcheck racecheck initcheck synccheck; do
-  "$cs" --tool "$tool" --error-exitcode 9 "$bin" small > "$log" 2>&1
-  rc=$?
-  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1)
-  echo "sanitizer: $tool rc=$rc $summary"
-  if [ $rc -ne 0 ]; then
-    grep -E "^=========" "$log" | head -n 40
-    tail -n 5 "$log"
-    status=1
-  fi
+for b in "$bin" "$top_builddir/tests/gpu/test_errstats_gpu"; do
+  for tool in memcheck racecheck initcheck synccheck; do
+    "$cs" --tool "$tool" --error-exitcode 9 "$b" small > "$log" 2>&1
+    rc=$?
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1)
+    echo "sanitizer: $(basename "$b") $tool rc=$rc $summary"
+    if [ $rc -ne 0 ]; then
+      grep -E "^=========" "$log" | head -n 40
+      tail -n 5 "$log"
+      status=1
+    fi
+  done
 done
 exit $status

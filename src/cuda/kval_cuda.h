@@ -41,6 +41,20 @@ extern const kv_cuda_family kv_cuda_layernorm, kv_cuda_rmsnorm, kv_cuda_gemm, kv
  * kv_gen_value(key, i, dist, scale, offset)), bit-identical to the CPU generator. */
 kv_status kv_cuda_generate(void *d_buf, const kv_tensor_spec *t, uint64_t key, void *stream);
 
+/* kv_errstats_compute on the device (errstats_gpu.cu): the same statistics of n elements of a
+ * device output d_out (flat indices d_index, or NULL for 0..n-1) against the device reference
+ * d_ref and magnitude term d_mag. Maxima, counts, histogram, worst_index and p99_ulp equal the
+ * host's; the sums differ from the host's only by summation order (deterministic). Ends with
+ * a synchronize of `stream`. */
+kv_status kv_cuda_errstats(const void *d_out, kv_dtype out_t, const int64_t *d_index, const double *d_ref,
+                           const double *d_mag, size_t n, kv_precision prec, const kv_tolerance *tol, double red_len,
+                           kv_errstats *st, void *stream);
+
+/* A real sticky device error (fault.cu): a kernel that stores through an invalid device
+ * address, then a synchronize of `stream`; returns KV_ERR with the fatal error deferred
+ * (CHECK_CUDA), or KV_OK if the device did not fault. */
+kv_status kv_cuda_fault(void *stream);
+
 /* The cuda backend (its host logic lives in backend_cuda.cu). */
 extern const kv_backend kv_backend_cuda;
 

@@ -2,14 +2,17 @@
  * integer arithmetic on the bit patterns (no host FPU rounding mode, no F16C); typed loads and
  * stores of storage buffers, ULP distances and the largest finite value of each type.
  *
- * One generic narrowing routine, narrow(), rounds the magnitude bits of a binary format with
- * SM stored mantissa bits and exponent bias SB to a format with DM mantissa bits and bias DB.
- * It is static inline and always called with constant formats, so the compiler specialises it
- * into a short, almost branch-free sequence per conversion. */
+ * One generic narrowing routine, kv_narrow_bits() (numerics/narrow.h, shared with the device
+ * error statistics), rounds the magnitude bits of a binary format with SM stored mantissa bits
+ * and exponent bias SB to a format with DM mantissa bits and bias DB. It is inline and always
+ * called with constant formats, so the compiler specialises it into a short, almost
+ * branch-free sequence per conversion. */
 #include "numerics/halfprec.h"
 
 #include <math.h>
 #include <string.h>
+
+#include "numerics/narrow.h"
 
 static inline uint32_t f32_bits(float x) {
   uint32_t u;
@@ -35,66 +38,31 @@ static inline double bits_f64(uint64_t u) {
   return x;
 }
 
-/* Round the magnitude `a` (sign cleared) of a value of the source format (sm stored mantissa
- * bits, exponent bias sb) to the destination format (dm < sm mantissa bits, bias db, so its
- * all-ones exponent field is 2*db+1), to nearest, ties to even. Returns the destination
- * magnitude bits: infinity from the overflow threshold (max finite + half an ulp) up, and for
- * a NaN a quiet NaN (quiet bit set) that keeps the top dm bits of the payload. */
-static inline uint64_t narrow(uint64_t a, int sm, int sb, int dm, int db) {
-  const int shift = sm - dm;
-  const uint64_t src_inf = (uint64_t)(2 * sb + 1) << sm;
-  const uint64_t dst_inf = (uint64_t)(2 * db + 1) << dm;
-  const uint64_t rebias = (uint64_t)(sb - db) << sm;
-  const uint64_t min_normal = (uint64_t)(sb - db + 1) << sm;
-  /* max finite of the destination plus half its ulp, in source bits: the destination's top
-   * biased exponent 2*db rebiased to sb - db + 2*db, all dm mantissa bits, then half an ulp */
-  const uint64_t overflow =
-      ((uint64_t)(sb + db) << sm) | ((((uint64_t)1 << dm) - 1) << shift) | ((uint64_t)1 << (shift - 1));
-  if (a >= overflow) {
-    if (a > src_inf) return dst_inf | ((uint64_t)1 << (dm - 1)) | ((a >> shift) & (((uint64_t)1 << dm) - 1));
-    return dst_inf;
-  }
-  if (a >= min_normal) {
-    uint64_t r = a - rebias;
-    r += ((uint64_t)1 << (shift - 1)) - 1 + ((r >> shift) & 1);
-    return r >> shift; /* a carry out of the mantissa correctly bumps the exponent */
-  }
-  /* destination subnormal (or zero): value in units of the destination's subnormal spacing
-   * is m * 2^-s; a source subnormal has exponent field 0 and no hidden bit */
-  const uint64_t e = a >> sm;
-  const uint64_t m = e ? (a & (((uint64_t)1 << sm) - 1)) | ((uint64_t)1 << sm) : a;
-  long s = (long)(sb - db) + shift + 1 - (long)(e ? e : 1);
-  if (s > sm + 2) s = sm + 2; /* m < 2^(sm+1): any larger shift rounds to zero just the same */
-  const uint64_t q = m >> s;
-  const uint64_t rem = m & (((uint64_t)1 << s) - 1);
-  const uint64_t half = (uint64_t)1 << (s - 1);
-  return q + ((rem > half) | ((rem == half) & (q & 1)));
-}
-
 uint16_t kv_f32_to_f16(float x) {
   const uint32_t u = f32_bits(x);
-  return (uint16_t)(((u >> 16) & 0x8000u) | narrow(u & 0x7fffffffu, 23, 127, 10, 15));
+  return (uint16_t)(((u >> 16) & 0x8000u) | kv_narrow_bits(u & 0x7fffffffu, 23, 127, 10, 15));
 }
 
 uint16_t kv_f64_to_f16(double x) {
   const uint64_t u = f64_bits(x);
-  return (uint16_t)(((u >> 48) & 0x8000u) | narrow(u & 0x7fffffffffffffffULL, 52, 1023, 10, 15));
+  return (uint16_t)(((u >> 48) & 0x8000u) | kv_narrow_bits(u & 0x7fffffffffffffffULL, 52, 1023, 10, 15));
 }
 
 uint16_t kv_f32_to_bf16(float x) {
   const uint32_t u = f32_bits(x);
-  return (uint16_t)(((u >> 16) & 0x8000u) | narrow(u & 0x7fffffffu, 23, 127, 7, 127));
+  return (uint16_t)(((u >> 16) & 0x8000u) | kv_narrow_bits(u & 0x7fffffffu, 23, 127, 7, 127));
 }
 
 uint16_t kv_f64_to_bf16(double x) {
   const uint64_t u = f64_bits(x);
-  return (uint16_t)(((u >> 48) & 0x8000u) | narrow(u & 0x7fffffffffffffffULL, 52, 1023, 7, 127));
+  return (uint16_t)(((u >> 48) & 0x8000u) | kv_narrow_bits(u & 0x7fffffffffffffffULL, 52, 1023, 7, 127));
 }
 
 /* fp64 -> fp32 with round to nearest even, independent of the FPU rounding mode. */
 static inline float f64_to_f32(double x) {
   const uint64_t u = f64_bits(x);
-  return bits_f32((uint32_t)((u >> 32) & 0x80000000u) | (uint32_t)narrow(u & 0x7fffffffffffffffULL, 52, 1023, 23, 127));
+  return bits_f32((uint32_t)((u >> 32) & 0x80000000u) |
+                  (uint32_t)kv_narrow_bits(u & 0x7fffffffffffffffULL, 52, 1023, 23, 127));
 }
 
 float kv_f16_to_f32(uint16_t h) {
