@@ -5,7 +5,9 @@
  *                            dtype, both base distributions, subnormal and overflow scales)
  *   norm_bench check [small] every precision x norm x dist x shape x fitting kernel variant
  *                            against the GPU fp64 reference, outputs poisoned with NaN bits
- *                            (small: a few shapes and variants, for compute-sanitizer)
+ *                            (hidden 1 to 40000, multiples of the vector and not; tensors
+ *                            off the 16-byte alignment; large grids with an odd row count;
+ *                            small: a few shapes and variants, for compute-sanitizer)
  *   norm_bench bench FILE    every fitting variant of the benchmark shapes timed (CUDA
  *                            events, L2 flushed before each repetition, median of 50), GB/s
  *                            counting read x + write y, the default variant validated; JSON
@@ -92,19 +94,22 @@ static void ensure(buffers &B, size_t elems, int hidden) {
 }
 
 /* x = offset + N(0,1) (offset 0, or 100 for the `offset` distribution), w = 1 + 0.1 N,
- * b = 0.1 N, as the family defines them; all rounded to the storage type. */
+ * b = 0.1 N, as the family defines them; all rounded to the storage type. `shift`: every
+ * tensor starts that many elements past its allocation (off the 16-byte alignment). */
 static kv_norm_problem make_problem(buffers &B, bool ln, kv_precision pr, long long rows, int hidden, bool offset,
-                                    uint64_t seed) {
+                                    uint64_t seed, int shift = 0) {
   const size_t elems = (size_t)rows * (size_t)hidden;
-  ensure(B, elems, hidden);
+  ensure(B, elems + shift, hidden + shift);
   kv_tensor_spec x = {"x", pr.storage, elems, KV_DIST_NORMAL, 1.0, offset ? 100.0 : 0.0};
   kv_tensor_spec w = {"w", pr.storage, (size_t)hidden, KV_DIST_NORMAL, 0.1, 1.0};
   kv_tensor_spec b = {"b", pr.storage, (size_t)hidden, KV_DIST_NORMAL, 0.1, 0.0};
-  DRV(kv_cuda_generate(B.x, &x, kv_stream_key(seed, 1, 0), nullptr));
-  DRV(kv_cuda_generate(B.w, &w, kv_stream_key(seed, 1, 1), nullptr));
-  DRV(kv_cuda_generate(B.b, &b, kv_stream_key(seed, 1, 2), nullptr));
+  const size_t off = (size_t)shift * kv_dtype_size(pr.storage);
+  void *px = (char *)B.x + off, *pw = (char *)B.w + off, *pb = (char *)B.b + off, *py = (char *)B.y + off;
+  DRV(kv_cuda_generate(px, &x, kv_stream_key(seed, 1, 0), nullptr));
+  DRV(kv_cuda_generate(pw, &w, kv_stream_key(seed, 1, 1), nullptr));
+  DRV(kv_cuda_generate(pb, &b, kv_stream_key(seed, 1, 2), nullptr));
   kv_norm_problem p;
-  p.p = kv_norm_params{B.x, B.w, ln ? B.b : nullptr, B.y, rows, hidden, (float)(1.0 / hidden), 1e-5f};
+  p.p = kv_norm_params{px, pw, ln ? pb : nullptr, py, rows, hidden, (float)(1.0 / hidden), 1e-5f};
   p.eps = 1e-5;
   p.layernorm = ln;
   p.storage = pr.storage;
@@ -120,12 +125,12 @@ struct verdict {
 /* Poison y, launch `config`, compare with the fp64 reference. */
 static verdict validate(buffers &B, const kv_norm_problem &pr, int config) {
   const size_t n = (size_t)pr.p.rows * pr.p.hidden, es = kv_dtype_size(pr.storage);
-  DRV(CHECK_CUDA(cudaMemset(B.y, 0xff, n * es)));
+  DRV(CHECK_CUDA(cudaMemset(pr.p.y, 0xff, n * es)));
   DRV(kv_norm_launch_config(&pr, config, nullptr));
   DRV(kv_norm_reference(&pr, B.ref, B.mag, nullptr));
   std::vector<unsigned char> y(n * es);
   std::vector<double> ref(n), mag(n);
-  DRV(CHECK_CUDA(cudaMemcpy(y.data(), B.y, n * es, cudaMemcpyDeviceToHost)));
+  DRV(CHECK_CUDA(cudaMemcpy(y.data(), pr.p.y, n * es, cudaMemcpyDeviceToHost)));
   DRV(CHECK_CUDA(cudaMemcpy(ref.data(), B.ref, n * 8, cudaMemcpyDeviceToHost)));
   DRV(CHECK_CUDA(cudaMemcpy(mag.data(), B.mag, n * 8, cudaMemcpyDeviceToHost)));
   const double uo = kv_dtype_unit_roundoff(pr.storage), ua = kv_dtype_unit_roundoff(pr.accum);
@@ -165,18 +170,19 @@ static std::vector<int> variants(const kv_norm_problem &pr, bool few) {
 }
 
 static void variant_name(int config, bool narrow, char *buf, size_t n) {
+  static const char *const kinds[] = {"", "peeled "};
   const kv_norm_config c = kv_norm_config_at(config);
   if (config < 0) snprintf(buf, n, "%s", narrow ? "serial" : "general");
-  else snprintf(buf, n, "tpr%d nv%d", c.tpr, c.nv);
+  else snprintf(buf, n, "%stpr%d nv%d", kinds[c.kind], c.tpr, c.nv);
 }
 
 /* ---- check ---- */
 
 static int run_check(bool small) {
   const std::vector<long long> rows = small ? std::vector<long long>{3} : std::vector<long long>{1, 7, 130};
-  const std::vector<int> hiddens = small ? std::vector<int>{24, 1000, 4096}
-                                         : std::vector<int>{4, 8, 24, 100, 128, 1000, 1024, 4096, 4104, 8192,
-                                                            16384, 16392, 32768, 40000};
+  const std::vector<int> hiddens = small ? std::vector<int>{7, 24, 1000, 4097}
+                                         : std::vector<int>{1, 4, 7, 8, 9, 24, 100, 128, 1000, 1024, 4096, 4097, 4100,
+                                                            4104, 8192, 16383, 16384, 16392, 32768, 32769, 40000};
   buffers B;
   int fails = 0, runs = 0;
   uint64_t seed = 1;
@@ -205,12 +211,35 @@ static int run_check(bool small) {
               }
             }
           }
-  if (!small) { /* one large grid: many rows through the default variant */
-    const kv_norm_problem big = make_problem(B, true, precisions[0], 1 << 20, 256, false, seed++);
-    const verdict v = validate(B, big, kv_norm_default_config(&big));
-    fails += !(v.unwritten == 0 && v.ratio <= 4.0);
-    runs++;
-    printf("layernorm fp16:fp32 rows 1048576 hidden 256: bound ratio %.3f unwritten %zu\n", v.ratio, v.unwritten);
+  /* every tensor one element off the 16-byte alignment: the general path (the default) */
+  for (int h : small ? std::vector<int>{100} : std::vector<int>{1, 9, 100, 4096, 4100})
+    for (int ln = 0; ln < 2; ln++)
+      for (int pi = 0; pi < 3; pi++) {
+        const kv_norm_problem p = make_problem(B, ln, precisions[pi], 5, h, false, seed++, 1);
+        const int def = kv_norm_default_config(&p);
+        const verdict v = validate(B, p, def);
+        const bool ok = def == -1 && v.unwritten == 0 && v.ratio <= 4.0;
+        runs++;
+        fails += !ok;
+        if (!ok || h == 100)
+          printf("%s %s %s misaligned rows 5 hidden %d config %d: bound ratio %.3f unwritten %zu\n", ok ? "ok  " : "FAIL",
+                 ln ? "layernorm" : "rmsnorm", kv_dtype_name(precisions[pi].storage), h, def, v.ratio, v.unwritten);
+      }
+  if (!small) { /* large grids (an odd number of rows): the default and the peeled kernel */
+    for (int h : {256, 257})
+      for (int ln = 1; ln >= 0; ln--) {
+        const kv_norm_problem big = make_problem(B, ln, precisions[0], (h == 256 ? 1 << 20 : 1 << 18) + 1, h, false,
+                                                 seed++);
+        const int def = kv_norm_default_config(&big);
+        for (int config : {def, 22}) { /* 22: peeled, two rows of 64 threads per block */
+          if (!kv_norm_config_fits(&big, config) || (config == 22 && def == 22)) continue;
+          const verdict v = validate(B, big, config);
+          fails += !(v.unwritten == 0 && v.ratio <= 4.0);
+          runs++;
+          printf("%s fp16:fp32 rows %lld hidden %d config %d: bound ratio %.3f unwritten %zu\n",
+                 ln ? "layernorm" : "rmsnorm", big.p.rows, h, config, v.ratio, v.unwritten);
+        }
+      }
   }
   printf("check: %d of %d kernel runs passed\n", runs - fails, runs);
   return fails ? 1 : 0;
@@ -227,7 +256,8 @@ struct shape {
 static const shape bench_shapes[] = {
     {16384, 4096, KV_FP16}, {16384, 4096, KV_BF16}, {16384, 4096, KV_FP32}, {65536, 1024, KV_FP16},
     {65536, 1024, KV_BF16}, {32768, 128, KV_FP16},  {4096, 16384, KV_FP16}, {4096, 16384, KV_BF16},
-    {262144, 256, KV_FP16}, {8192, 8192, KV_BF16},  {16384, 4100, KV_FP16}};
+    {262144, 256, KV_FP16}, {8192, 8192, KV_BF16},  {16384, 4100, KV_FP16}, {16384, 4100, KV_BF16},
+    {16384, 4097, KV_FP16}};
 
 static double median_time(const kv_norm_problem &pr, int config, void *flush, size_t flush_bytes, int reps) {
   cudaEvent_t e0, e1;
