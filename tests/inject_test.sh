@@ -141,11 +141,12 @@ def main():
 sys.exit(main())
 EOF
 check() { "$PYTHON" "$tmp/check.py" "$@" >"$tmp/check.out" || { fail "check $2 of $(basename "$1")"; cat "$tmp/check.out"; }; }
-fleet() { # NAME WANT FILE: kval-analyze fleet, JSON in $tmp/NAME.json
-  PYTHONPATH="$top_srcdir/analysis${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m kval_analysis fleet "$3" \
-    --json "$tmp/$1.json" >"$tmp/$1.fleet" 2>&1
+fleet() { # NAME WANT FILE [OPTIONS...]: kval-analyze fleet, JSON in $tmp/NAME.json
+  n=$1 want=$2 file=$3; shift 3
+  PYTHONPATH="$top_srcdir/analysis${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m kval_analysis fleet "$file" \
+    --json "$tmp/$n.json" "$@" >"$tmp/$n.fleet" 2>&1
   got=$?
-  [ "$got" -eq "$2" ] || { fail "$1: kval-analyze fleet exit $got, expected $2"; tail -n 20 "$tmp/$1.fleet"; }
+  [ "$got" -eq "$want" ] || { fail "$n: kval-analyze fleet exit $got, expected $want"; tail -n 20 "$tmp/$n.fleet"; }
 }
 run() { # NAME WANT CMD...: CMD must exit WANT; output in $tmp/NAME.log
   n=$1 want=$2; shift 2
@@ -156,10 +157,13 @@ one="$KVAL --backend cpu --quiet"
 two="$MPIRUN -np 2 $KVAL --backend cpu --quiet"
 three="$MPIRUN -np 3 $KVAL --backend cpu --quiet"
 
-# Clean runs: exit 0, and kval-analyze fleet flags nothing.
+# Clean runs: exit 0, and kval-analyze fleet flags nothing. cpu-backend times on a loaded
+# test machine (make -j check) differ between ranks by tens of percent, so the clean run's
+# timing thresholds are set out of reach: it checks fingerprints and failures; the timing
+# checks are the slow injection's below.
 run clean1 0 $one "$deck" -o "$tmp/clean1.h5"
 run clean2 0 $two "$deck" -o "$tmp/clean2.h5"
-fleet clean2 0 "$tmp/clean2.h5"
+fleet clean2 0 "$tmp/clean2.h5" --slow 1000 --z 1e6
 "$PYTHON" -c "
 import json, sys
 d = json.load(open(sys.argv[1]))

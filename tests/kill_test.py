@@ -258,6 +258,7 @@ def trial(i, rng, tmp, deck, ref, total):
 
 FLAVOUR = os.environ.get("KV_HDF5_FLAVOUR", "serial")
 SLACK = 0.25  # seconds for a row to travel and be written once its writer has control
+LOCK_WAIT = 10.0  # seconds a lock left by a dying rank may take to go
 
 
 def due_cases(finished, killed):
@@ -289,10 +290,19 @@ def check_file(path, ref, finished, killed):
     due = due_cases(finished, killed)
     if not os.path.exists(path):
         return [f"no file at {path}, but {len(due)} cases had finished"] if due else []
-    try:
-        run = Run(path)
-    except Exception as e:  # any failure to open is what this test looks for
-        return [f"the file does not open: {e}"]
+    # A rank that outlived the session check still holds the file's lock until the kernel has
+    # finished tearing it down: a lock conflict is retried for up to LOCK_WAIT seconds; any
+    # other failure to open is what this test looks for.
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            run = Run(path)
+            break
+        except Exception as e:
+            if "unable to lock file" in str(e) and time.monotonic() < deadline:
+                time.sleep(0.1)
+                continue
+            return [f"the file does not open: {e}"]
     problems = compare(run, ref, subset=True, torn=NRANKS)
     for age, r, fam, cell in due:
         status = run.families[fam]["data"]["status"]
