@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """perf_tables.py - Markdown tables of the speeds kval measured in one of its HDF5 files
-(docs/PERFORMANCE.md is written from these): fa2 TFLOP/s per head dim, precision, causal and
-seqlen; gemm TFLOP/s per shape and precision for every variant with the ratio to cuBLAS; norm
+(docs/PERFORMANCE.md is written from these): fa2 TFLOP/s per variant, head dim, precision,
+causal and seqlen; gemm TFLOP/s per shape and precision for every variant with the ratio to cuBLAS; norm
 GB/s per shape and precision. Only cases with status pass are shown; rank 0 is used.
 
   perf_tables.py FILE.h5
@@ -38,17 +38,17 @@ def fa2(f):
     g = f["fa2"]
     axes, tf = cube(g, "tflops")
     ok = passed(g)
+    var = (lambda k: k[axes.index("variant")]) if "variant" in axes else (lambda k: "-")
+    key = lambda k: (var(k), k[axes.index("headdim")], k[axes.index("precision")], k[axes.index("causal")])
     seqlens = sorted({k[axes.index("seqlen")] for k in ok})
-    print("| headdim | precision | causal | " + " | ".join(f"L={s}" for s in seqlens) + " |")
-    print("|---|---|---|" + "---|" * len(seqlens))
-    rows = sorted({(k[axes.index("headdim")], k[axes.index("precision")], k[axes.index("causal")]) for k in ok})
-    for d, p, c in rows:
+    print("| variant | headdim | precision | causal | " + " | ".join(f"L={s}" for s in seqlens) + " |")
+    print("|---|---|---|---|" + "---|" * len(seqlens))
+    for row in sorted({key(k) for k in ok}):
         cells = []
         for s in seqlens:
-            vals = [tf[k] for k in ok if (k[axes.index("headdim")], k[axes.index("precision")],
-                                          k[axes.index("causal")], k[axes.index("seqlen")]) == (d, p, c, s)]
+            vals = [tf[k] for k in ok if key(k) == row and k[axes.index("seqlen")] == s]
             cells.append(f"{vals[0]:.0f}" if vals else "-")
-        print(f"| {d} | {p} | {c} | " + " | ".join(cells) + " |")
+        print("| " + " | ".join(str(x) for x in row) + " | " + " | ".join(cells) + " |")
 
 
 def gemm(f):
