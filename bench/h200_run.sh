@@ -6,6 +6,7 @@
 # it), and inputs/default.deck on one GPU until the deadline (a SIGTERM at the deadline
 # leaves a resumable file). Logs and files go to $OUT; a short table is printed last.
 #   bash bench/h200_run.sh [SECONDS]      (default 560)
+# KVAL_RUN_CHECK=0 leaves out `make check` (a fleet re-check on another node kind).
 set -uo pipefail
 budget=${1:-560}
 start=$(date +%s)
@@ -37,14 +38,16 @@ grep -A7 'configured:' "$L/build.log"
 table "build: ok in $(($(date +%s) - start)) s"
 K="$top/build/src/kval"
 
-step make check
-(cd build && timeout -s TERM $(( $(left) - 330 )) make -j12 check) > "$L/check.log" 2>&1
-grep -E '^(PASS|FAIL|SKIP|ERROR):' "$L/check.log"
-cp build/test-suite.log "$L/" 2>/dev/null
-for f in build/tests/gpu/*.log build/tests/sanitizer.log build/tests/check_spills.log build/bench/*.log; do
-  [ -f "$f" ] && cp "$f" "$L/$(echo "$f" | tr / _)"
-done
-table "make check: $(sed -n 's/^# PASS: *//p' build/test-suite.log) pass, $(sed -n 's/^# FAIL: *//p' build/test-suite.log) fail, $(sed -n 's/^# SKIP: *//p' build/test-suite.log) skip"
+if [ "${KVAL_RUN_CHECK:-1}" = 1 ]; then
+  step make check
+  (cd build && timeout -s TERM $(( $(left) - 330 )) make -j12 check) > "$L/check.log" 2>&1
+  grep -E '^(PASS|FAIL|SKIP|ERROR):' "$L/check.log"
+  cp build/test-suite.log "$L/" 2>/dev/null
+  for f in build/tests/gpu/*.log build/tests/sanitizer.log build/tests/check_spills.log build/bench/*.log; do
+    [ -f "$f" ] && cp "$f" "$L/$(echo "$f" | tr / _)"
+  done
+  table "make check: $(sed -n 's/^# PASS: *//p' build/test-suite.log) pass, $(sed -n 's/^# FAIL: *//p' build/test-suite.log) fail, $(sed -n 's/^# SKIP: *//p' build/test-suite.log) skip"
+fi
 
 step "fleet.deck on $ngpu GPUs (fleet mode)"
 timeout -s TERM 120 mpirun -np "$ngpu" "$K" inputs/fleet.deck -o "$OUT/fleet.h5" > "$L/fleet.log" 2>&1
