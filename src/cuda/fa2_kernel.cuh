@@ -55,9 +55,13 @@
 #include <type_traits>
 
 #include "cuda/fa2_api.h"
+#include "cuda/fa2_common.cuh"
 #include "cuda/fa2_traits.h"
 
 namespace kv_fa2 {
+
+using kv_fa2_common::ex2;
+using kv_fa2_common::pack2;
 
 /* ---- PTX wrappers ---- */
 
@@ -110,16 +114,6 @@ __device__ __forceinline__ void mma_f16(uint32_t (&c)[2], const uint32_t (&a)[4]
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* (lo, hi) -> packed 16-bit pair, lo in the low half, round to nearest even. */
-template <int STORE>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t r;
-  if constexpr (STORE == KV_FA2_FP16)
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  else
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
 __device__ __forceinline__ float half_lo(uint32_t h) {
   float f;
   asm("{ .reg .f16 l, u; mov.b32 {l, u}, %1; cvt.f32.f16 %0, l; }\n" : "=f"(f) : "r"(h));
@@ -129,11 +123,6 @@ __device__ __forceinline__ float half_hi(uint32_t h) {
   float f;
   asm("{ .reg .f16 l, u; mov.b32 {l, u}, %1; cvt.f32.f16 %0, u; }\n" : "=f"(f) : "r"(h));
   return f;
-}
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
 }
 
 /* ---- accumulator fragments of one m16n8 tile: rows g and g+8, columns 2t and 2t+1 ----
@@ -511,23 +500,7 @@ cudaError_t launch(const kv_fa2_args &a, cudaStream_t stream) {
 
 template <class Tr, int STORE, int ACC, bool CAUSAL>
 cudaError_t info(kv_fa2_kernel_info *out) {
-  auto kern = fa2_fwd_kernel<Tr, STORE, ACC, CAUSAL>;
-  cudaFuncAttributes attr;
-  cudaError_t e = cudaFuncGetAttributes(&attr, kern);
-  if (e == cudaSuccess && Tr::kSmemBytes > 48 * 1024)
-    e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
-  int blocks = 0;
-  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kern, Tr::kThreads, Tr::kSmemBytes);
-  if (e != cudaSuccess) return e;
-  out->registers = attr.numRegs;
-  out->local_bytes = static_cast<int>(attr.localSizeBytes);
-  out->smem_bytes = static_cast<int>(attr.sharedSizeBytes) + Tr::kSmemBytes;
-  out->blocks_per_sm = blocks;
-  out->block_m = Tr::kBlockM;
-  out->block_n = Tr::kBlockN;
-  out->stages = Tr::kStages;
-  out->threads = Tr::kThreads;
-  return cudaSuccess;
+  return kv_fa2_common::kernel_info<Tr>(fa2_fwd_kernel<Tr, STORE, ACC, CAUSAL>, out);
 }
 
 }  // namespace kv_fa2

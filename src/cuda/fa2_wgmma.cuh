@@ -41,10 +41,14 @@
 #include <type_traits>
 
 #include "cuda/fa2_api.h"
+#include "cuda/fa2_common.cuh"
 #include "cuda/fa2_wgmma_traits.h"
 #include "cuda/gemm_sm90.cuh"
 
 namespace kv_fa2_wgmma {
+
+using kv_fa2_common::ex2;
+using kv_fa2_common::pack2;
 
 /* ---- wgmma m64nNk16 with fp32 accumulators, N = 64 or 128 ---- */
 
@@ -111,21 +115,6 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
 
-/* (lo, hi) -> packed 16-bit pair, lo in the low half, round to nearest even. */
-template <int STORE>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t r;
-  if constexpr (STORE == KV_FA2_FP16)
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  else
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 
 /* ---- the kernel ---- */
 
@@ -465,22 +454,7 @@ cudaError_t launch(const kv_fa2_args &a, cudaStream_t stream, const char **why) 
 
 template <class Tr, int STORE, bool CAUSAL>
 cudaError_t info(kv_fa2_kernel_info *out) {
-  auto kern = fa2_wgmma_kernel<Tr, STORE, CAUSAL>;
-  cudaFuncAttributes attr;
-  cudaError_t e = cudaFuncGetAttributes(&attr, kern);
-  if (e == cudaSuccess) e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
-  int blocks = 0;
-  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kern, Tr::kThreads, Tr::kSmemBytes);
-  if (e != cudaSuccess) return e;
-  out->registers = attr.numRegs;
-  out->local_bytes = static_cast<int>(attr.localSizeBytes);
-  out->smem_bytes = static_cast<int>(attr.sharedSizeBytes) + Tr::kSmemBytes;
-  out->blocks_per_sm = blocks;
-  out->block_m = Tr::kBlockM;
-  out->block_n = Tr::kBlockN;
-  out->stages = Tr::kStages;
-  out->threads = Tr::kThreads;
-  return cudaSuccess;
+  return kv_fa2_common::kernel_info<Tr>(fa2_wgmma_kernel<Tr, STORE, CAUSAL>, out);
 }
 
 }  // namespace kv_fa2_wgmma
