@@ -302,7 +302,7 @@ static void test_errors(void) {
   expect_error("[beta]\nprecision = fp16:fp32 bf16:fp32 fp32:fp32 fp16:fp16 bf16:bf16 fp32:fp16 fp32:bf16 "
                "fp16:bf16 bf16:fp16 fp64:fp64\nk = 0..10 +1\nshape = 1..100000 +1\n",
                NULL, NULL, "d.deck:1:2: error: the grid of [beta] is too large (got '11000000 cells so far'",
-               "at most 10000000 cells");
+               "at most 1000000 cells");
 
   TEST("family selection");
   expect_error("[run]\nseed = 1\n", NULL, NULL, "d.deck: error: the deck has no family section",
