@@ -1,6 +1,7 @@
 /* fa2_common.cuh - what the two FlashAttention-2 forward kernels (fa2_kernel.cuh: kval-mma,
- * fa2_wgmma.cuh: kval-wgmma) share: the rounding of an fp32 pair to a 16-bit storage pair,
- * ex2.approx, and the resource report of one instantiation. */
+ * fa2_wgmma.cuh: kval-wgmma) share: the key tiles a query block visits, the rounding of an
+ * fp32 pair to a 16-bit storage pair, ex2.approx, and the resource report of one
+ * instantiation. */
 #ifndef KVAL_FA2_COMMON_CUH
 #define KVAL_FA2_COMMON_CUH
 
@@ -10,6 +11,23 @@
 #include "cuda/fa2_api.h"
 
 namespace kv_fa2_common {
+
+/* Key tiles of BN keys that the query rows [m0, m0 + BM) visit: [0, n_end); those from n_free
+ * on need the mask (keys >= seqlen_k, and causal: keys above the bottom-right aligned diagonal,
+ * row i sees keys j <= i + Lk - Lq). Tiles wholly above the diagonal are never visited. */
+template <bool CAUSAL, int BM, int BN>
+__device__ __forceinline__ void key_tiles(int m0, int Lq, int Lk, int &n_end, int &n_free) {
+  const int n_tiles = (Lk + BN - 1) / BN;
+  n_end = n_tiles;
+  n_free = Lk / BN;
+  if (CAUSAL) {
+    const int last_key = min(m0 + BM, Lq) - 1 + Lk - Lq;
+    n_end = last_key < 0 ? 0 : min(n_tiles, last_key / BN + 1);
+    const int first_lim = m0 + Lk - Lq + 1; /* row m0 sees keys < first_lim */
+    n_free = min(n_free, first_lim <= 0 ? 0 : first_lim / BN);
+  }
+  n_free = min(n_free, n_end);
+}
 
 /* (lo, hi) -> packed 16-bit pair, lo in the low half, round to nearest even. */
 template <int STORE>

@@ -8,6 +8,13 @@
 
 namespace {
 
+/* Why the arguments cannot be launched (for either variant), or NULL. */
+const char *args_invalid(const kv_fa2_args &a) {
+  if (!(a.scale_log2 > 0.f) || !(a.scale > 0.f)) return "fa2 kernel: the softmax scale must be positive";
+  if (a.batch < 0 || a.heads < 1 || a.seqlen_q < 0 || a.seqlen_k < 0) return "fa2 kernel: negative size or no heads";
+  return nullptr;
+}
+
 /* F(D, STORE, ACC, CAUSAL) for the requested combination; cudaErrorInvalidValue and a reason
  * for one that is not instantiated. */
 template <class F>
@@ -44,12 +51,8 @@ cudaError_t pick(int headdim, int store, int acc, int causal, F &&f, const char 
 cudaError_t kv_fa2_forward(const kv_fa2_args &a, int headdim, int store, int acc, int causal, cudaStream_t stream,
                            const char **why) {
   if (why) *why = nullptr;
-  if (!(a.scale_log2 > 0.f) || !(a.scale > 0.f)) {
-    if (why) *why = "fa2 kernel: the softmax scale must be positive";
-    return cudaErrorInvalidValue;
-  }
-  if (a.batch < 0 || a.heads < 1 || a.seqlen_q < 0 || a.seqlen_k < 0) {
-    if (why) *why = "fa2 kernel: negative size or no heads";
+  if (const char *bad = args_invalid(a)) {
+    if (why) *why = bad;
     return cudaErrorInvalidValue;
   }
   const cudaError_t e = pick(
@@ -118,12 +121,8 @@ cudaError_t kv_fa2_variant_forward(int variant, const kv_fa2_args &a, int headdi
                                    cudaStream_t stream, const char **why) {
   if (variant != KV_FA2_VARIANT_WGMMA) return kv_fa2_forward(a, headdim, store, acc, causal, stream, why);
   if (why) *why = nullptr;
-  if (!(a.scale_log2 > 0.f) || !(a.scale > 0.f)) {
-    if (why) *why = "fa2 kernel: the softmax scale must be positive";
-    return cudaErrorInvalidValue;
-  }
-  if (a.batch < 0 || a.heads < 1 || a.seqlen_q < 0 || a.seqlen_k < 0) {
-    if (why) *why = "fa2 kernel: negative size or no heads";
+  if (const char *bad = args_invalid(a)) {
+    if (why) *why = bad;
     return cudaErrorInvalidValue;
   }
   return pick_wgmma(

@@ -215,17 +215,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
   const uint16_t *qg = static_cast<const uint16_t *>(a.q) + (b * Lq + m0) * rs + h * D;
   const long long kv_off = b * Lk * rs + h * D; /* K and V of this (batch, head) */
 
-  /* key tiles: [0, n_end) needed; [n_free, n_end) need the mask */
   const int shift = Lk - Lq; /* causal: row i sees keys j <= i + shift */
-  const int n_tiles = (Lk + BN - 1) / BN;
-  int n_end = n_tiles, n_free = Lk / BN;
-  if (CAUSAL) {
-    const int last_key = min(m0 + BM, Lq) - 1 + shift;
-    n_end = last_key < 0 ? 0 : min(n_tiles, last_key / BN + 1);
-    const int first_lim = m0 + shift + 1; /* row m0 sees keys < first_lim */
-    n_free = min(n_free, first_lim <= 0 ? 0 : first_lim / BN);
-  }
-  n_free = min(n_free, n_end);
+  int n_end, n_free;
+  kv_fa2_common::key_tiles<CAUSAL, BM, BN>(m0, Lq, Lk, n_end, n_free);
 
   const uint32_t sQ = smem_addr(smem);
   const uint32_t sK = sQ + Tr::kQBytes;
