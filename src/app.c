@@ -12,14 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "cli.h"
-#include "deck.h"
-#include "inject.h"
-#include "meta.h"
-#include "output.h"
-#include "plan.h"
-#include "runner.h"
+#include "backends/backend.h"
+#include "input/cli.h"
+#include "input/deck.h"
+#include "run/inject.h"
+#include "output/meta.h"
+#include "output/output.h"
+#include "input/plan.h"
+#include "run/runner.h"
 
 #define ERRLEN 2048
 

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "check.h"
-#include "dtype.h"
+#include "core/check.h"
+#include "core/dtype.h"
 #include "numerics/rng.h"
 
 #define KV_MAX_AXES 8

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "core/check.h"
 #include "numerics/halfprec.h"
 
 /* The k largest of a stream of values, exactly: candidates above the current threshold are

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dtype.h"
+#include "core/dtype.h"
 #include "numerics/tolerance.h"
 
 /* Histogram of log10|err|: bin 0 = exactly zero, bin 1 = below 1e-12, bins 2..KV_HIST_BINS-3

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dtype.h"
+#include "core/dtype.h"
 
 uint16_t kv_f32_to_f16(float x);  /* round to nearest even */
 uint16_t kv_f64_to_f16(double x); /* directly from double: no double rounding */

@@ -7,7 +7,7 @@
 #ifndef KVAL_TOLERANCE_H
 #define KVAL_TOLERANCE_H
 
-#include "dtype.h"
+#include "core/dtype.h"
 
 typedef struct {
   double c1;        /* multiple of the output rounding u_out * |ref| */

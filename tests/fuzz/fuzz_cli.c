@@ -4,14 +4,14 @@
  * the option); an accepted one has a DECK unless --help, --list or --version, never pairs
  * --resume with another -o or with --force, nor --retry-errors without --resume, and every
  * --inject it accepts is also accepted, with the same meaning, by kv_inject_parse (the
- * parser the run uses). Built and run by tests/fuzz_test.sh. */
+ * parser the run uses). Built and run by tests/system/fuzz_test.sh. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "inject.h"
+#include "input/cli.h"
+#include "run/inject.h"
 
 #define MAX_ARGS 64
 

@@ -3,14 +3,14 @@
  * crashes, leaks and undefined behaviour (ASan/UBSan), it checks the error contract: a
  * rejected deck or --set yields one message that names the deck ("fuzz.deck:"), the
  * option ("--set:") or the family list, and says "error"; an accepted deck builds a plan
- * whose every case lies inside its family's grid. Built and run by tests/fuzz_test.sh. */
+ * whose every case lies inside its family's grid. Built and run by tests/system/fuzz_test.sh. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "deck.h"
-#include "plan.h"
+#include "input/deck.h"
+#include "input/plan.h"
 
 #define MAX_SETS 8
 

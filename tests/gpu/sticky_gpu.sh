@@ -1,6 +1,6 @@
 #!/bin/sh
 # sticky_gpu.sh - a REAL sticky CUDA error on the cuda backend (--inject sticky@0:3 makes
-# src/cuda/fault.cu store through an invalid device address after case 3's kernel ran): on
+# src/backends/cuda/fault.cu store through an invalid device address after case 3's kernel ran): on
 # 1 rank kval must not hang, must exit nonzero through the fatal path, and the file must hold
 # the finished cases, the failing case with status error and a message naming the CUDA error,
 # and nothing after it; then --resume --retry-errors on a fresh context finishes the file and
@@ -48,6 +48,6 @@ sys.exit(0 if ok else 1)
 PY
 timeout 120 "$MPIRUN" -np 1 "$KVAL" --backend cuda --quiet --only layernorm,rmsnorm --resume "$f" --retry-errors "$deck" \
   >"$tmp/log2" 2>&1 || { echo "FAIL: --resume --retry-errors did not finish the file"; cat "$tmp/log2"; rc=1; }
-"$PYTHON" "$top_srcdir/tests/check_layout.py" "$f" --nranks 1 --expect-run || rc=1
+"$PYTHON" "$top_srcdir/tests/system/check_layout.py" "$f" --nranks 1 --expect-run || rc=1
 [ $rc -eq 0 ] && echo "ok: real sticky CUDA error (exit $code) recorded, rank stopped, no hang, file resumable"
 exit $rc

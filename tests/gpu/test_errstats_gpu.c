@@ -1,4 +1,4 @@
-/* test_errstats_gpu.c - kv_cuda_errstats (src/cuda/errstats_gpu.cu) against the host's
+/* test_errstats_gpu.c - kv_cuda_errstats (src/backends/cuda/errstats.cu) against the host's
  * kv_errstats_compute on the same data (make check; exit 77 without a GPU). Every integer
  * field, the maxima, p99_ulp, floor_ratio, worst_index and the histogram must be identical;
  * the GPU's mean_abs and rel_l2 (sums in another order) within 1e-12 relative of accurately
@@ -21,16 +21,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../unit/test_util.h"
-#include "backend.h"
-#include "cuda/kval_cuda.h"
-#include "deck.h"
+#include "tests/unit/test_util.h"
+#include "backends/backend.h"
+#include "family_cuda.h"
+#include "input/deck.h"
 #include "numerics/errstats.h"
 #include "numerics/halfprec.h"
 #include "numerics/rng.h"
-#include "plan.h"
-#include "result.h"
-#include "timing.h"
+#include "input/plan.h"
+#include "core/result.h"
+#include "core/timing.h"
 
 static int same(double a, double b) { return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b)); }
 

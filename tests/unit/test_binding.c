@@ -1,11 +1,11 @@
-/* test_binding.c - unit tests of the rank -> GPU rule (src/binding.c) over many node
+/* test_binding.c - unit tests of the rank -> GPU rule (src/backends/binding.c) over many node
  * pictures: CUDA_VISIBLE_DEVICES unset, identical sets, per-rank sets (Slurm
  * --gpus-per-task / --gpu-bind), overlapping and reordered sets, UUIDs, too many ranks,
  * no device at all; errors checked word for word. */
 #include <string.h>
 
-#include "binding.h"
-#include "test_util.h"
+#include "backends/binding.h"
+#include "tests/unit/test_util.h"
 
 static char err[1024];
 

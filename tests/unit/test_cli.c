@@ -1,12 +1,12 @@
-/* test_cli.c - unit tests of the command line (src/cli.c): defaults, every option in its
+/* test_cli.c - unit tests of the command line (src/input/cli.c): defaults, every option in its
  * "--opt value" and "--opt=value" forms, every value check and its exact message, option
  * combinations (--resume with -o, --retry-errors, --force), limits of repeatable options,
  * and the usage text. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "test_util.h"
+#include "input/cli.h"
+#include "tests/unit/test_util.h"
 
 static char err[1024];
 

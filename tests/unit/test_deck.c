@@ -1,4 +1,4 @@
-/* test_deck.c - unit tests of the deck parser (src/deck.c): a good deck and its positions,
+/* test_deck.c - unit tests of the deck parser (src/input/deck.c): a good deck and its positions,
  * range expansion, more than 30 malformed decks each checked for its exact file:line:col and
  * message, --set overrides, reading files (missing, directory, NUL byte), and the decks
  * under tests/decks/good. */
@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deck.h"
-#include "test_util.h"
+#include "input/deck.h"
+#include "tests/unit/test_util.h"
 
 static char err[2048];
 

@@ -9,7 +9,7 @@
 #include "numerics/errstats.h"
 #include "numerics/halfprec.h"
 #include "numerics/rng.h"
-#include "test_util.h"
+#include "tests/unit/test_util.h"
 
 static const kv_precision FP16_FP32 = {KV_FP16, KV_FP32};
 static const kv_precision FP32_FP32 = {KV_FP32, KV_FP32};

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "numerics/fingerprint.h"
-#include "test_util.h"
+#include "tests/unit/test_util.h"
 
 static void test_reference_values(void) {
   TEST("XXH64 reference values (xxHash sanity check buffer, seed 0)");

@@ -12,7 +12,7 @@
 
 #include "numerics/halfprec.h"
 #include "numerics/rng.h"
-#include "test_util.h"
+#include "tests/unit/test_util.h"
 
 static uint32_t bits32(float x) {
   uint32_t u;

@@ -16,7 +16,7 @@ extern "C" {
 #include "numerics/halfprec.h"
 }
 #include "numerics/rng.h"
-#include "test_util.h"
+#include "tests/unit/test_util.h"
 
 static uint16_t raw(__half h) { return __half_raw(h).x; }
 static uint16_t raw(__nv_bfloat16 h) { return __nv_bfloat16_raw(h).x; }

@@ -1,5 +1,5 @@
 /* test_output.c - the HDF5 output module under MPI (run with 1, 2 and 4 ranks by
- * tests/output_test.sh). Two hand-made families (three axes with a STR axis; two axes),
+ * tests/system/output_test.sh). Two hand-made families (three axes with a STR axis; two axes),
  * some cells skipped by the plan. Checks: create, rounds of writes with missing cases and
  * the stop flag, fingerprints, close; every value read back; refusal of an existing file,
  * --force; resume (done bitmap with and without retry_errors, then completing the run) and
@@ -13,10 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "dtype.h"
-#include "output.h"
-#include "test_util.h"
+#include "core/check.h"
+#include "core/dtype.h"
+#include "output/output.h"
+#include "tests/unit/test_util.h"
 
 /* --- two test families: descriptors, axis values, skipped cells --- */
 static const char *const prec_choices[] = {"fp16:fp32", "bf16:fp32", "fp16:fp16", NULL};

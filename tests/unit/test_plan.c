@@ -1,15 +1,15 @@
-/* test_plan.c - unit tests of the sweep plan (src/plan.c, src/plan_assign.c) against a
+/* test_plan.c - unit tests of the sweep plan (src/input/plan.c, src/input/plan_assign.c) against a
  * registry of three test families defined here (so the counts below do not move when the
  * real families change): expansion counts, row-major cell order, skip reasons and their
  * priority, defaults, --only, [run] settings, errors with file:line:col, split balancing
- * and fleet assignment, and the --dry-run text. Linked without src/family.c. */
+ * and fleet assignment, and the --dry-run text. Linked without families/registry.c. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "deck.h"
+#include "input/deck.h"
 #include "family.h"
-#include "plan.h"
-#include "test_util.h"
+#include "input/plan.h"
+#include "tests/unit/test_util.h"
 
 /* ---- the test registry ---- */
 

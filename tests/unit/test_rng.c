@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "numerics/rng.h"
-#include "test_util.h"
+#include "tests/unit/test_util.h"
 
 #define GOLDEN 0x9e3779b97f4a7c15ULL
 

@@ -8,8 +8,8 @@
 #include <math.h>
 #include <time.h>
 
-#include "test_util.h"
-#include "timing.h"
+#include "tests/unit/test_util.h"
+#include "core/timing.h"
 
 static void test_summarize(void) {
   TEST("summary of {5, 1, 4, 2, 3} and {4, 1, 3, 2}");

@@ -14,7 +14,7 @@
 #include "numerics/halfprec.h"
 #include "numerics/rng.h"
 #include "numerics/tolerance.h"
-#include "test_util.h"
+#include "tests/unit/test_util.h"
 
 enum { OUT_ROWS = 32, OUT_COLS = 32, NOUT = OUT_ROWS * OUT_COLS, KSTEP = 16 };
 enum { MODEL_ROUNDED, MODEL_FP32_RN, MODEL_TENSOR_CORE, MODEL_NARROW_ACC };

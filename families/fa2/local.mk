@@ -1,0 +1,24 @@
+# families/fa2/local.mk - the fa2 family in kval's one Makefile: descriptor, CPU reference and
+# emulation in libkval.a; with CUDA the kernels, dispatcher, adapter and GPU reference, and
+# the bench driver, whose `check` is a GPU test; the family's unit test.
+src_libkval_a_SOURCES += \
+	families/fa2/fa2.c families/fa2/fa2_limits.h families/fa2/fa2_cpu_ref.c families/fa2/fa2_emulate.c
+if HAVE_CUDA
+src_libkval_a_SOURCES += \
+	families/fa2/fa2_api.h families/fa2/fa2_common.cuh \
+	families/fa2/fa2_mma_traits.h families/fa2/fa2_mma.cuh \
+	families/fa2/fa2_wgmma_traits.h families/fa2/fa2_wgmma.cuh \
+	families/fa2/inst/fa2_mma_d32.cu families/fa2/inst/fa2_mma_d64.cu families/fa2/inst/fa2_mma_d96.cu \
+	families/fa2/inst/fa2_mma_d128.cu families/fa2/inst/fa2_mma_d256.cu \
+	families/fa2/inst/fa2_wgmma_d64.cu families/fa2/inst/fa2_wgmma_d128.cu \
+	families/fa2/fa2_dispatch.cu families/fa2/fa2_cuda.cu families/fa2/fa2_gpu_ref.cu
+check_PROGRAMS += families/fa2/bench/fa2_bench
+families_fa2_bench_fa2_bench_SOURCES = families/fa2/bench/fa2_bench.cu families/fa2/bench/fa2_variants.h \
+	families/fa2/bench/fa2_variants_common.cuh families/fa2/bench/fa2_variants.cu \
+	families/fa2/bench/fa2_variants_d64.cu families/fa2/bench/fa2_variants_d128.cu
+TESTS += families/fa2/fa2_check.sh
+endif
+check_PROGRAMS += families/fa2/test_fa2
+families_fa2_test_fa2_SOURCES = families/fa2/test_fa2.c $(FAMILY_TEST_KIT)
+TESTS += families/fa2/test_fa2
+EXTRA_DIST += families/fa2/fa2_check.sh families/fa2/bench/peers.py

@@ -1,0 +1,103 @@
+/* gemm_emulate.c - the cpu backend's GEMM: the precision model of kval's tensor-core GEMMs
+ * (kval-wgmma and kval-mma emulate alike), deterministic and bit-exact to this model:
+ *  - products of fp16/bf16 inputs are exact in fp32;
+ *  - each output accumulates k = 0, 1, ..., K-1 in order with fp32 adds; for fp16/bf16
+ *    accumulation the accumulator is rounded to that type (round-to-nearest-even) after every
+ *    k-step of KV_KSTEP = 16 products and after the last, partial, step;
+ *  - epilogue in fp32, multiply and add rounded separately (no fused multiply-add):
+ *    d = (float)alpha * acc, then d = d + (float)beta * c when beta != 0, rounded to storage.
+ * Loops run over four output rows at once with the j loop innermost, so the independent
+ * accumulators of a row pipeline (and vectorise) without changing any summation order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "families/kit.h"
+#include "families/families.h"
+
+#define GEMM_ROW_BLOCK 4
+
+/* A matrix stored transposed (rows x cols row-major) widened into dst as cols x rows row-major. */
+static void widen_transposed(const void *src, kv_dtype st, size_t rows, size_t cols, float *tmp, float *dst) {
+  for (size_t r = 0; r < rows; r++) {
+    kv_to_float(src, st, r * cols, cols, tmp);
+    for (size_t q = 0; q < cols; q++) dst[q * rows + r] = tmp[q];
+  }
+}
+
+/* op(A) as a row-major M x K float array, op(B) as a row-major K x N float array. */
+static kv_status widen_operands(const void *a, const void *b, kv_dtype st, const kv_gemm_dims *d, float **af,
+                                float **bf) {
+  size_t m = (size_t)d->m, n = (size_t)d->n, k = (size_t)d->k;
+  *af = KV_MALLOC(m * k * sizeof(float));
+  *bf = KV_MALLOC(k * n * sizeof(float));
+  float *tmp = KV_MALLOC((m > k ? m : k) * sizeof(float));
+  if (CHECK_ALLOC(*af) != KV_OK || CHECK_ALLOC(*bf) != KV_OK || CHECK_ALLOC(tmp) != KV_OK) {
+    free(*af);
+    free(*bf);
+    free(tmp);
+    return KV_ERR;
+  }
+  if (d->a_trans)
+    widen_transposed(a, st, k, m, tmp, *af); /* stored K x M */
+  else
+    kv_to_float(a, st, 0, m * k, *af);
+  if (d->b_trans)
+    widen_transposed(b, st, n, k, tmp, *bf); /* stored N x K */
+  else
+    kv_to_float(b, st, 0, k * n, *bf);
+  free(tmp);
+  return KV_OK;
+}
+
+/* acc[r][0..n) += a[r] * brow[0..n) for the nr rows of a block. */
+static void rank1_update(float *restrict acc, const float *restrict brow, const float *a, int nr, size_t n) {
+  for (int r = 0; r < nr; r++) {
+    float *restrict ar = acc + (size_t)r * n;
+    const float ak = a[r];
+    for (size_t j = 0; j < n; j++) ar[j] += ak * brow[j];
+  }
+}
+
+kv_status kv_gemm_emulate(const kv_case *c, void *const *in, void *const *out) {
+  kv_gemm_dims d;
+  kv_gemm_dims_of(c, &d);
+  const kv_dtype st = c->prec.storage, acc_t = c->prec.accum;
+  const size_t m = (size_t)d.m, n = (size_t)d.n, k = (size_t)d.k;
+  const float alpha = (float)d.alpha, beta = (float)d.beta;
+  float *af, *bf;
+  KV_TRY(widen_operands(in[0], in[1], st, &d, &af, &bf));
+  float *acc = KV_MALLOC(GEMM_ROW_BLOCK * n * sizeof(float));
+  float *crow = KV_MALLOC(n * sizeof(float));
+  if (CHECK_ALLOC(acc) != KV_OK || CHECK_ALLOC(crow) != KV_OK) {
+    free(af);
+    free(bf);
+    free(acc);
+    free(crow);
+    return KV_ERR;
+  }
+  for (size_t i0 = 0; i0 < m; i0 += GEMM_ROW_BLOCK) {
+    int nr = m - i0 < GEMM_ROW_BLOCK ? (int)(m - i0) : GEMM_ROW_BLOCK;
+    float a[GEMM_ROW_BLOCK];
+    memset(acc, 0, (size_t)nr * n * sizeof(float));
+    for (size_t kk = 0; kk < k; kk++) {
+      for (int r = 0; r < nr; r++) a[r] = af[(i0 + (size_t)r) * k + kk];
+      rank1_update(acc, bf + kk * n, a, nr, n);
+      if ((kk + 1) % KV_KSTEP == 0 || kk + 1 == k) kv_acc_round_array(acc, (size_t)nr * n, acc_t);
+    }
+    for (int r = 0; r < nr; r++) {
+      size_t i = i0 + (size_t)r;
+      const float *ar = acc + (size_t)r * n;
+      if (d.has_c) kv_to_float(in[2], st, i * n, n, crow);
+      for (size_t j = 0; j < n; j++) {
+        float v = alpha * ar[j];
+        if (d.has_c) v = v + beta * crow[j];
+        kv_store(out[0], i * n + j, st, v);
+      }
+    }
+  }
+  free(af);
+  free(bf);
+  free(acc);
+  free(crow);
+  return KV_OK;
+}

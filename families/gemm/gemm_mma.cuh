@@ -1,0 +1,287 @@
+/* gemm_mma.cuh - kval-mma: the warp-level tensor-core GEMM (mma.sync m16n8k16). Each CTA
+ * computes a BM x BN tile with WARPS_M x WARPS_N warps; A and B k-blocks stream through a
+ * STAGES-deep cp.async ring of padded shared-memory tiles (16-byte copies, zero-filled past
+ * the matrix edge; element-wise loads when a row stride is not a multiple of 8 elements) and
+ * reach the tensor cores through ldmatrix (.trans for M-major A and N-major B).
+ * Instantiated per precision in gemm_mma_<storage>.cu. */
+#ifndef KVAL_GEMM_MMA_CUH
+#define KVAL_GEMM_MMA_CUH
+
+#include <type_traits>
+
+#include "families/gemm/gemm_common.cuh"
+#include "families/gemm/gemm_api.h"
+#include "families/gemm/gemm_traits.h"
+
+__device__ __forceinline__ uint32_t kv_mma_smem(const void *p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/* 16-byte global->shared copy of `bytes` valid bytes, the rest zero-filled. */
+__device__ __forceinline__ void kv_cp_async16(void *dst, const void *src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(kv_mma_smem(dst)), "l"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void kv_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void kv_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+template <bool TRANS> __device__ __forceinline__ void kv_ldmatrix_x4(uint32_t (&r)[4], const void *p) {
+  if (TRANS)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(kv_mma_smem(p)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(kv_mma_smem(p)));
+}
+
+/* c += a b, one m16n8k16 step with fp32 accumulators. */
+template <class T>
+__device__ __forceinline__ void kv_mma_f32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same<T, __half>::value)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* c += a b with fp16 accumulators (fp16 inputs), two per register. */
+__device__ __forceinline__ void kv_mma_f16(uint32_t (&c)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+               : "+r"(c[0]), "+r"(c[1])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Accumulators of one warp tile (MI x NI mma tiles) per accumulation mode. */
+template <class T, int ACC> struct kv_mma_acc {
+  typedef kv_mma_traits Tr;
+  float c[Tr::MI][Tr::NI][4];
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int i = 0; i < Tr::MI; ++i)
+#pragma unroll
+      for (int j = 0; j < Tr::NI; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) c[i][j][e] = 0.0f;
+  }
+  __device__ __forceinline__ void step(const uint32_t (&a)[Tr::MI][4], const uint32_t (&b)[Tr::NI][2]) {
+#pragma unroll
+    for (int i = 0; i < Tr::MI; ++i)
+#pragma unroll
+      for (int j = 0; j < Tr::NI; ++j) {
+        kv_mma_f32<T>(c[i][j], a[i], b[j][0], b[j][1]);
+        if (ACC == KV_GEMM_ACC_BF16) /* the bf16 accumulation model: round after the k-step */
+#pragma unroll
+          for (int e = 0; e < 4; ++e) c[i][j][e] = kv_round_bf16(c[i][j][e]);
+      }
+  }
+  __device__ __forceinline__ float4 get(int i, int j) const {
+    return make_float4(c[i][j][0], c[i][j][1], c[i][j][2], c[i][j][3]);
+  }
+};
+
+template <class T> struct kv_mma_acc<T, KV_GEMM_ACC_F16> {
+  typedef kv_mma_traits Tr;
+  uint32_t c[Tr::MI][Tr::NI][2];
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int i = 0; i < Tr::MI; ++i)
+#pragma unroll
+      for (int j = 0; j < Tr::NI; ++j) c[i][j][0] = c[i][j][1] = 0u;
+  }
+  __device__ __forceinline__ void step(const uint32_t (&a)[Tr::MI][4], const uint32_t (&b)[Tr::NI][2]) {
+#pragma unroll
+    for (int i = 0; i < Tr::MI; ++i)
+#pragma unroll
+      for (int j = 0; j < Tr::NI; ++j) kv_mma_f16(c[i][j], a[i], b[j][0], b[j][1]);
+  }
+  __device__ __forceinline__ float4 get(int i, int j) const {
+    const float2 lo = kv_unpack_f16x2(c[i][j][0]), hi = kv_unpack_f16x2(c[i][j][1]);
+    return make_float4(lo.x, lo.y, hi.x, hi.y);
+  }
+};
+
+/* Copy a ROWS x COLS tile at (r0, c0) of a row-major matrix (row stride ld, rows_lim x
+ * cols_lim) into shared memory with row stride COLS + PAD; zeros outside the matrix. */
+template <class T, int ROWS, int COLS>
+__device__ __forceinline__ void kv_mma_load_tile(T *s, const T *g, int ld, int r0, int c0, int rows_lim,
+                                                 int cols_lim, bool vec) {
+  typedef kv_mma_traits Tr;
+  constexpr int CHUNKS = COLS / 8;
+  static_assert((ROWS * CHUNKS) % Tr::THREADS == 0, "whole chunks per thread");
+#pragma unroll
+  for (int it = 0; it < ROWS * CHUNKS / Tr::THREADS; ++it) {
+    const int i = threadIdx.x + it * Tr::THREADS;
+    const int r = i / CHUNKS, cc = (i % CHUNKS) * 8;
+    const int gr = r0 + r, gc = c0 + cc;
+    int valid = gr < rows_lim ? cols_lim - gc : 0;
+    valid = valid < 0 ? 0 : (valid > 8 ? 8 : valid);
+    T *dst = s + r * (COLS + Tr::PAD) + cc;
+    const T *src = g + (size_t)gr * (size_t)ld + gc;
+    if (vec) {
+      kv_cp_async16(dst, valid > 0 ? src : g, valid * 2);
+    } else {
+      __align__(16) T v[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[e] = e < valid ? src[e] : kv_storage<T>::from_float(0.0f);
+      *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(v);
+    }
+  }
+}
+
+template <class T, int ACC, int AT, int BT>
+__global__ void __launch_bounds__(kv_mma_traits::THREADS)
+    kv_gemm_mma_kernel(const T *__restrict__ a, const T *__restrict__ b, const kv_gemm_epi epi, const int k,
+                       const int vec) {
+  typedef kv_mma_traits Tr;
+  /* A: K-major [BM][BK+PAD] or M-major [BK][BM+PAD]; B: K-major [BN][BK+PAD] or N-major [BK][BN+PAD] */
+  constexpr int A_ELEMS = AT ? Tr::BK * (Tr::BM + Tr::PAD) : Tr::BM * (Tr::BK + Tr::PAD);
+  constexpr int B_ELEMS = BT ? Tr::BN * (Tr::BK + Tr::PAD) : Tr::BK * (Tr::BN + Tr::PAD);
+  extern __shared__ __align__(16) unsigned char kv_mma_smem_raw[];
+  T *sa = reinterpret_cast<T *>(kv_mma_smem_raw);
+  T *sb = sa + Tr::STAGES * A_ELEMS;
+
+  const int m = epi.m, n = epi.n;
+  const int tiles_n = (n + Tr::BN - 1) / Tr::BN;
+  const int bm = (int)(blockIdx.x / tiles_n) * Tr::BM, bn = (int)(blockIdx.x % tiles_n) * Tr::BN;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wm = warp / Tr::WARPS_N, wn = warp % Tr::WARPS_N;
+  const int kblocks = (k + Tr::BK - 1) / Tr::BK;
+
+  auto load = [&](int stage, int kb) {
+    const int k0 = kb * Tr::BK;
+    T *ta = sa + stage * A_ELEMS, *tb = sb + stage * B_ELEMS;
+    if (AT)
+      kv_mma_load_tile<T, Tr::BK, Tr::BM>(ta, a, m, k0, bm, k, m, vec);
+    else
+      kv_mma_load_tile<T, Tr::BM, Tr::BK>(ta, a, k, bm, k0, m, k, vec);
+    if (BT)
+      kv_mma_load_tile<T, Tr::BN, Tr::BK>(tb, b, k, bn, k0, n, k, vec);
+    else
+      kv_mma_load_tile<T, Tr::BK, Tr::BN>(tb, b, n, k0, bn, k, n, vec);
+  };
+
+  kv_mma_acc<T, ACC> acc;
+  acc.zero();
+#pragma unroll
+  for (int s = 0; s < Tr::STAGES - 1; ++s) {
+    if (s < kblocks) load(s, s);
+    kv_cp_async_commit();
+  }
+
+  const int q = lane / 8, r = lane % 8;
+  for (int kb = 0; kb < kblocks; ++kb) {
+    kv_cp_async_wait<Tr::STAGES - 2>();
+    __syncthreads();
+    const int next = kb + Tr::STAGES - 1;
+    if (next < kblocks) load(next % Tr::STAGES, next);
+    kv_cp_async_commit();
+
+    const T *ta = sa + (kb % Tr::STAGES) * A_ELEMS, *tb = sb + (kb % Tr::STAGES) * B_ELEMS;
+#pragma unroll
+    for (int kk = 0; kk < Tr::BK; kk += 16) {
+      uint32_t af[Tr::MI][4], bf[Tr::NI][2];
+#pragma unroll
+      for (int i = 0; i < Tr::MI; ++i) {
+        const int m0 = wm * Tr::WM + i * 16;
+        if (AT)
+          kv_ldmatrix_x4<true>(af[i], ta + (kk + (q >> 1) * 8 + r) * (Tr::BM + Tr::PAD) + m0 + (q & 1) * 8);
+        else
+          kv_ldmatrix_x4<false>(af[i], ta + (m0 + (q & 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q >> 1) * 8);
+      }
+#pragma unroll
+      for (int j = 0; j < Tr::NI / 2; ++j) {
+        const int n0 = wn * Tr::WN + j * 16;
+        uint32_t t4[4];
+        if (BT)
+          kv_ldmatrix_x4<false>(t4, tb + (n0 + (q >> 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q & 1) * 8);
+        else
+          kv_ldmatrix_x4<true>(t4, tb + (kk + (q & 1) * 8 + r) * (Tr::BN + Tr::PAD) + n0 + (q >> 1) * 8);
+        bf[2 * j][0] = t4[0];
+        bf[2 * j][1] = t4[1];
+        bf[2 * j + 1][0] = t4[2];
+        bf[2 * j + 1][1] = t4[3];
+      }
+      acc.step(af, bf);
+    }
+  }
+  kv_cp_async_wait<0>();
+
+#pragma unroll
+  for (int i = 0; i < Tr::MI; ++i)
+#pragma unroll
+    for (int j = 0; j < Tr::NI; ++j) {
+      const int row = bm + wm * Tr::WM + i * 16 + lane / 4, col = bn + wn * Tr::WN + j * 8 + 2 * (lane % 4);
+      const float4 v = acc.get(i, j);
+      kv_gemm_store_pair<T>(epi, row, col, v.x, v.y);
+      kv_gemm_store_pair<T>(epi, row + 8, col, v.z, v.w);
+    }
+}
+
+/* ---- host side ---- */
+
+template <int AT, int BT> constexpr int kv_mma_smem_bytes() {
+  typedef kv_mma_traits Tr;
+  return Tr::STAGES * 2 *
+         ((AT ? Tr::BK * (Tr::BM + Tr::PAD) : Tr::BM * (Tr::BK + Tr::PAD)) +
+          (BT ? Tr::BN * (Tr::BK + Tr::PAD) : Tr::BK * (Tr::BN + Tr::PAD)));
+}
+
+template <class T, int ACC, int AT, int BT> static kv_status kv_mma_launch(const kv_gemm_problem *p, cudaStream_t st) {
+  typedef kv_mma_traits Tr;
+  constexpr int smem = kv_mma_smem_bytes<AT, BT>();
+  const int lda = p->a_t ? p->m : p->k, ldb = p->b_t ? p->k : p->n;
+  const int vec = lda % 8 == 0 && ldb % 8 == 0 && reinterpret_cast<uintptr_t>(p->a) % 16 == 0 &&
+                  reinterpret_cast<uintptr_t>(p->b) % 16 == 0;
+  const kv_gemm_epi epi = {p->d, p->c, p->m, p->n, (float)p->alpha, (float)p->beta};
+  const long long tiles = (long long)((p->m + Tr::BM - 1) / Tr::BM) * ((p->n + Tr::BN - 1) / Tr::BN);
+  if (tiles > 0x7fffffffLL) {
+    kv_report(__FILE__, __LINE__, "gemm", "kval-mma: %dx%d needs %lld tiles, above the grid limit", p->m, p->n, tiles);
+    return KV_ERR;
+  }
+  void (*kernel)(const T *, const T *, const kv_gemm_epi, const int, const int) = kv_gemm_mma_kernel<T, ACC, AT, BT>;
+  KV_TRY(CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem)));
+  kernel<<<(unsigned)tiles, Tr::THREADS, smem, st>>>(static_cast<const T *>(p->a), static_cast<const T *>(p->b), epi, p->k, vec);
+  return CHECK_LAUNCH("kv_gemm_mma_kernel");
+}
+
+template <class T, int ACC, int AT, int BT> static kv_status kv_mma_resources_of(kv_kernel_resources *r) {
+  typedef kv_mma_traits Tr;
+  constexpr int smem = kv_mma_smem_bytes<AT, BT>();
+  void (*kernel)(const T *, const T *, const kv_gemm_epi, const int, const int) = kv_gemm_mma_kernel<T, ACC, AT, BT>;
+  cudaFuncAttributes fa;
+  KV_TRY(CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem)));
+  KV_TRY(CHECK_CUDA(cudaFuncGetAttributes(&fa, kernel)));
+  KV_TRY(CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r->occupancy, kernel, Tr::THREADS, smem)));
+  r->registers = fa.numRegs;
+  r->smem_bytes = (int)fa.sharedSizeBytes + smem;
+  r->local_bytes = (int)fa.localSizeBytes;
+  return KV_OK;
+}
+
+/* The three layouts of the sweep: nn, tn, nt. */
+template <class T, int ACC> static kv_status kv_mma_run(const kv_gemm_problem *p, cudaStream_t st) {
+  if (!p->a_t && !p->b_t) return kv_mma_launch<T, ACC, 0, 0>(p, st);
+  if (p->a_t && !p->b_t) return kv_mma_launch<T, ACC, 1, 0>(p, st);
+  if (!p->a_t && p->b_t) return kv_mma_launch<T, ACC, 0, 1>(p, st);
+  kv_report(__FILE__, __LINE__, "gemm", "kval-mma: layout tt is not instantiated (nn, tn, nt are)");
+  return KV_ERR;
+}
+
+template <class T, int ACC> static kv_status kv_mma_resources(const kv_gemm_problem *p, kv_kernel_resources *r) {
+  if (!p->a_t && !p->b_t) return kv_mma_resources_of<T, ACC, 0, 0>(r);
+  if (p->a_t && !p->b_t) return kv_mma_resources_of<T, ACC, 1, 0>(r);
+  if (!p->a_t && p->b_t) return kv_mma_resources_of<T, ACC, 0, 1>(r);
+  kv_report(__FILE__, __LINE__, "gemm", "kval-mma: layout tt is not instantiated (nn, tn, nt are)");
+  return KV_ERR;
+}
+
+#endif

@@ -1,0 +1,61 @@
+/* gemm_traits.h - tile configuration of the hand-written GEMM kernels (kval-wgmma, kval-mma)
+ * and the accumulation modes they implement. The kernels read their tile sizes, pipeline
+ * depths, thread counts and register budgets only from here. */
+#ifndef KVAL_GEMM_TRAITS_H
+#define KVAL_GEMM_TRAITS_H
+
+/* How the k-loop accumulates (docs/NUMERICS.md, precision model):
+ * F32: fp32 accumulators; F16: native fp16 tensor-core accumulators;
+ * BF16: fp32 accumulators rounded to bf16 after every k-step of 16 (the model of bf16
+ * accumulation, which tensor cores do not have). */
+enum kv_gemm_acc { KV_GEMM_ACC_F32 = 0, KV_GEMM_ACC_F16 = 1, KV_GEMM_ACC_BF16 = 2 };
+
+/* kval-wgmma: Hopper wgmma fed by TMA through an mbarrier ring, one producer warpgroup and
+ * CONSUMERS consumer warpgroups, persistent CTAs (one per SM; PERSISTENT 0: one CTA per
+ * tile) walking the tiles in groups of GROUP_M tile-rows. Each consumer owns
+ * BM / CONSUMERS = 64 rows and all BN columns of the tile (one m64nBNk16 wgmma per k-step).
+ * EPI_TMA 1: the epilogue writes the tile into a swizzled shared-memory buffer per consumer
+ * and one TMA store sends it out while the next tile's k-loop runs (when N is a multiple of 8);
+ * EPI_TMA 0: bounds-checked stores straight from the registers.
+ * kv_wgmma_config<...> is the family of configurations (families/gemm/bench/gemm_bench.cu times the
+ * ladder steps with other members); the family launches kv_wgmma_traits, and for problems
+ * of less than one wave of its tiles with fp32 accumulation, kv_wgmma_small_traits. */
+template <int CONSUMERS_, int STAGES_, int GROUP_M_, int PERSISTENT_, int EPI_TMA_> struct kv_wgmma_config {
+  static constexpr int CONSUMERS = CONSUMERS_;
+  static constexpr int BM = 64 * CONSUMERS, BN = 256, BK = 64;
+  static constexpr int STAGES = STAGES_;
+  static constexpr int THREADS = 128 * (CONSUMERS + 1);
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232; /* setmaxnreg budgets */
+  static constexpr int GROUP_M = GROUP_M_;
+  static constexpr bool PERSISTENT = PERSISTENT_ != 0, EPI_TMA = EPI_TMA_ != 0;
+  static constexpr int SWIZZLE_ELEMS = 64; /* 128-byte swizzle span of 16-bit elements */
+  static constexpr int A_STAGE_BYTES = BM * BK * 2, B_STAGE_BYTES = BN * BK * 2;
+  static constexpr int D_BOX_BYTES = 64 * SWIZZLE_ELEMS * 2;          /* 64 rows x 64 columns */
+  static constexpr int D_BYTES = EPI_TMA ? CONSUMERS * 64 * BN * 2 : 0; /* epilogue buffers */
+  static constexpr int SMEM_BYTES =
+      STAGES * (A_STAGE_BYTES + B_STAGE_BYTES) + D_BYTES + 2 * STAGES * 8 + 1024; /* + barriers, alignment */
+  static_assert(BK == SWIZZLE_ELEMS, "one 128-byte swizzle row per k-block row");
+  static_assert(BM / CONSUMERS == 64, "a consumer warpgroup issues m64 wgmma");
+  static_assert(BN == 256, "the wgmma wrappers are m64n256k16");
+  static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * CONSUMERS <= 65536, "register file");
+  static_assert(SMEM_BYTES <= 232448, "shared memory per block of sm_90");
+};
+typedef kv_wgmma_config<2, 3, 16, 1, 1> kv_wgmma_traits;
+typedef kv_wgmma_config<1, 4, 16, 1, 1> kv_wgmma_small_traits;
+
+/* kval-mma: mma.sync m16n8k16 with ldmatrix from padded shared memory filled by a
+ * STAGES-deep cp.async ring; WARPS_M x WARPS_N warps, each a (BM/WARPS_M) x (BN/WARPS_N)
+ * warp tile. */
+struct kv_mma_traits {
+  static constexpr int BM = 128, BN = 128, BK = 32;
+  static constexpr int STAGES = 4;
+  static constexpr int WARPS_M = 2, WARPS_N = 4;
+  static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+  static constexpr int MI = WM / 16, NI = WN / 8; /* mma tiles per warp */
+  static constexpr int PAD = 8;                   /* elements added to each smem row */
+  static_assert(NI % 2 == 0, "B fragments are loaded two n8 tiles at a time");
+  static_assert(BK % 16 == 0, "k-steps of 16");
+};
+
+#endif

@@ -1,0 +1,388 @@
+/* gemm_wgmma.cuh - kval-wgmma: the Hopper GEMM. A persistent grid of CTAs (one per SM) walks
+ * the output tiles in groups of GROUP_M tile-rows. In each CTA one producer warpgroup (one
+ * thread) streams A and B k-blocks with TMA into a STAGES-deep ring of 128-byte swizzled
+ * shared-memory tiles, each stage guarded by a "full" mbarrier (TMA transaction bytes) and an
+ * "empty" mbarrier (one arrival per consumer warp); CONSUMERS consumer warpgroups run
+ * wgmma.mma_async m64n256k16 on their 64-row slices, keeping one k-block in flight, and hand
+ * D = alpha acc + beta C to a TMA store through a swizzled shared-memory buffer (or store it
+ * from registers when N is not a multiple of 8). setmaxnreg moves registers from the producer
+ * to the consumers. Tails: TMA zero-fills loads and clips stores at the matrix edge. Layouts:
+ * A K-major (letter n) or M-major (t), B N-major (n) or K-major (t), through wgmma's
+ * transpose bits. Configurations in gemm_traits.h; instantiated per precision in
+ * gemm_wgmma_<storage>_<accum>.cu. */
+#ifndef KVAL_GEMM_WGMMA_CUH
+#define KVAL_GEMM_WGMMA_CUH
+
+#include <cudaTypedefs.h>
+#include <string.h>
+
+#include "families/gemm/gemm_common.cuh"
+#include "families/gemm/gemm_api.h"
+#include "families/device/sm90.cuh"
+#include "families/gemm/gemm_traits.h"
+
+/* Persistent tile order: GROUP_M tile-rows at a time, column by column inside a group, so
+ * the CTAs in flight share A rows and B columns in L2. */
+template <int GROUP_M> __device__ __forceinline__ void kv_wgmma_tile(int t, int tiles_m, int tiles_n, int &tm, int &tn) {
+  const int per_group = GROUP_M * tiles_n;
+  const int first = (t / per_group) * GROUP_M;
+  const int rows = min(GROUP_M, tiles_m - first);
+  const int r = t % per_group;
+  tm = first + r % rows;
+  tn = r / rows;
+}
+
+/* Accumulators of one consumer warpgroup (64 x 256) for each accumulation mode: zero-free
+ * start (the first k-step overwrites), one k-block of wgmma, and the epilogue. */
+template <class Tr, class T, int ACC, int AT, int BT> struct kv_wgmma_acc;
+
+/* Descriptors of k-step j of a stage: A K-major steps 32 bytes along its swizzled rows,
+ * M-major 16 rows of 128 bytes; likewise B. */
+template <class Tr, int AT, int BT> struct kv_wgmma_descs {
+  static __device__ __forceinline__ uint64_t a(uint32_t base, int j) {
+    return AT ? kv_wgmma_desc(base + j * 16 * 128, Tr::BK * 128, 1024) : kv_wgmma_desc(base + j * 32, 16, 1024);
+  }
+  static __device__ __forceinline__ uint64_t b(uint32_t base, int j) {
+    return BT ? kv_wgmma_desc(base + j * 32, 16, 1024) : kv_wgmma_desc(base + j * 16 * 128, Tr::BK * 128, 1024);
+  }
+};
+
+template <class Tr, class T, int AT, int BT> struct kv_wgmma_acc<Tr, T, KV_GEMM_ACC_F32, AT, BT> {
+  typedef kv_wgmma_descs<Tr, AT, BT> D;
+  float d[128];
+  static constexpr bool pipelined = true; /* k-block's wgmma may stay in flight */
+  __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
+    kv_wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < Tr::BK / 16; ++j)
+      kv_wgmma_f32<T, AT, !BT>(d, D::a(a_base, j), D::b(b_base, j),
+                               (first && j == 0) ? 0 : 1);
+    kv_wgmma_commit();
+  }
+  __device__ __forceinline__ void settle() {
+#pragma unroll
+    for (int i = 0; i < 128; ++i) kv_reg_fence(d[i]);
+  }
+  /* accumulators of columns 8j + 2(lane%4), +1 in row lane/4 + 8h of the warp's 16 rows */
+  __device__ __forceinline__ float2 pair(int j, int h) const { return make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]); }
+};
+
+template <class Tr, class T, int AT, int BT> struct kv_wgmma_acc<Tr, T, KV_GEMM_ACC_F16, AT, BT> {
+  typedef kv_wgmma_descs<Tr, AT, BT> D;
+  uint32_t d[64];
+  static constexpr bool pipelined = true;
+  __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
+    kv_wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < Tr::BK / 16; ++j)
+      kv_wgmma_f16<AT, !BT>(d, D::a(a_base, j), D::b(b_base, j),
+                            (first && j == 0) ? 0 : 1);
+    kv_wgmma_commit();
+  }
+  __device__ __forceinline__ void settle() {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) kv_reg_fence(d[i]);
+  }
+  __device__ __forceinline__ float2 pair(int j, int h) const { return kv_unpack_f16x2(d[2 * j + h]); }
+};
+
+/* bf16 accumulation model: every k-step of 16 completes and is rounded to bf16 before the
+ * next one starts (serialised: a precision-study path, not a performance path). */
+template <class Tr, class T, int AT, int BT> struct kv_wgmma_acc<Tr, T, KV_GEMM_ACC_BF16, AT, BT> {
+  typedef kv_wgmma_descs<Tr, AT, BT> D;
+  kv_wgmma_acc<Tr, T, KV_GEMM_ACC_F32, AT, BT> f;
+  static constexpr bool pipelined = false;
+  __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
+#pragma unroll
+    for (int j = 0; j < Tr::BK / 16; ++j) {
+      kv_wgmma_fence();
+      kv_wgmma_f32<T, AT, !BT>(f.d, D::a(a_base, j), D::b(b_base, j),
+                               (first && j == 0) ? 0 : 1);
+      kv_wgmma_commit();
+      kv_wgmma_wait<0>();
+      f.settle();
+#pragma unroll
+      for (int i = 0; i < 128; ++i) f.d[i] = kv_round_bf16(f.d[i]);
+    }
+  }
+  __device__ __forceinline__ void settle() { f.settle(); }
+  __device__ __forceinline__ float2 pair(int j, int h) const { return f.pair(j, h); }
+};
+
+/* Epilogue of consumer c (64 rows of tile (tm, tn)) from its accumulators. TMA path: wait
+ * until the previous tile's store has read the buffer, write the storage values into four
+ * 64 x 64 boxes with the 128-byte swizzle (conflict-free: the 8 rows of a warp's store hit 8
+ * different 16-byte chunks), then one thread stores the boxes with TMA (clipped at the matrix
+ * edge) and the warpgroup moves on. Direct path: bounds-checked stores from registers. */
+template <class Tr, class T, class Acc>
+__device__ __forceinline__ void kv_wgmma_epilogue(const Acc &acc, const kv_gemm_epi &epi, const CUtensorMap *map_d,
+                                                  bool tma_store, unsigned char *dbuf, int c, int tm, int tn) {
+  const int lt = threadIdx.x % 128, warp = lt / 32, lane = lt % 32;
+  const int r0 = warp * 16 + lane / 4; /* row within the consumer's 64 */
+  const int row = tm * Tr::BM + c * 64 + r0, col = tn * Tr::BN + 2 * (lane % 4);
+  if (Tr::EPI_TMA && tma_store) {
+    if (lt == 0) kv_bulk_wait_read<0>();
+    kv_named_sync(1 + c, 128);
+#pragma unroll
+    for (int j = 0; j < Tr::BN / 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float2 v = acc.pair(j, h);
+        const int r = r0 + 8 * h;
+        const uint32_t out = kv_gemm_out_pair<T>(epi, row + 8 * h, col + 8 * j, v.x, v.y);
+        unsigned char *p = dbuf + (j / 8) * Tr::D_BOX_BYTES + r * 128 + (((j % 8) ^ (r % 8)) * 16) + (lane % 4) * 4;
+        *reinterpret_cast<uint32_t *>(p) = out;
+      }
+    kv_fence_proxy_async();
+    kv_named_sync(1 + c, 128);
+    if (lt == 0) {
+#pragma unroll
+      for (int b = 0; b < Tr::BN / Tr::SWIZZLE_ELEMS; ++b)
+        kv_tma_store_2d(map_d, dbuf + b * Tr::D_BOX_BYTES, tn * Tr::BN + b * Tr::SWIZZLE_ELEMS, tm * Tr::BM + c * 64);
+      kv_bulk_commit();
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < Tr::BN / 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float2 v = acc.pair(j, h);
+        kv_gemm_store_pair<T>(epi, row + 8 * h, col + 8 * j, v.x, v.y);
+      }
+  }
+}
+
+template <class Tr, class T, int ACC, int AT, int BT>
+__global__ void __launch_bounds__(Tr::THREADS, 1)
+    kv_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                         const __grid_constant__ CUtensorMap map_d, const kv_gemm_epi epi, const int k,
+                         const int tma_store) {
+#if KV_SM90A
+  extern __shared__ unsigned char kv_wgmma_smem[];
+  unsigned char *smem = reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(kv_wgmma_smem) + 1023) &
+                                                          ~static_cast<uintptr_t>(1023));
+  T *sa = reinterpret_cast<T *>(smem);
+  T *sb = reinterpret_cast<T *>(smem + Tr::STAGES * Tr::A_STAGE_BYTES);
+  unsigned char *dsmem = smem + Tr::STAGES * (Tr::A_STAGE_BYTES + Tr::B_STAGE_BYTES);
+  uint64_t *full = reinterpret_cast<uint64_t *>(dsmem + Tr::D_BYTES);
+  uint64_t *empty = full + Tr::STAGES;
+
+  const int tiles_m = (epi.m + Tr::BM - 1) / Tr::BM, tiles_n = (epi.n + Tr::BN - 1) / Tr::BN;
+  const int n_tiles = tiles_m * tiles_n, kblocks = (k + Tr::BK - 1) / Tr::BK;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Tr::STAGES; ++s) {
+      kv_mbar_init(&full[s], 1);
+      kv_mbar_init(&empty[s], Tr::CONSUMERS * 4);
+    }
+    kv_mbar_init_fence();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  int s = 0;
+  uint32_t phase = 0;
+  if (wg == 0) {
+    kv_setmaxnreg_dec<Tr::PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+        int tm, tn;
+        kv_wgmma_tile<Tr::GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+        for (int kb = 0; kb < kblocks; ++kb) {
+          kv_mbar_wait(&empty[s], phase ^ 1);
+          kv_mbar_arrive_expect_tx(&full[s], Tr::A_STAGE_BYTES + Tr::B_STAGE_BYTES);
+          T *a = sa + s * (Tr::BM * Tr::BK), *b = sb + s * (Tr::BN * Tr::BK);
+          if (AT) {
+#pragma unroll
+            for (int i = 0; i < Tr::BM / Tr::SWIZZLE_ELEMS; ++i)
+              kv_tma_load_2d(a + i * Tr::SWIZZLE_ELEMS * Tr::BK, &map_a, &full[s], tm * Tr::BM + i * Tr::SWIZZLE_ELEMS,
+                             kb * Tr::BK);
+          } else {
+            kv_tma_load_2d(a, &map_a, &full[s], kb * Tr::BK, tm * Tr::BM);
+          }
+          if (BT) {
+            kv_tma_load_2d(b, &map_b, &full[s], kb * Tr::BK, tn * Tr::BN);
+          } else {
+#pragma unroll
+            for (int i = 0; i < Tr::BN / Tr::SWIZZLE_ELEMS; ++i)
+              kv_tma_load_2d(b + i * Tr::SWIZZLE_ELEMS * Tr::BK, &map_b, &full[s], tn * Tr::BN + i * Tr::SWIZZLE_ELEMS,
+                             kb * Tr::BK);
+          }
+          if (++s == Tr::STAGES) { s = 0; phase ^= 1; }
+        }
+      }
+    }
+  } else {
+    kv_setmaxnreg_inc<Tr::CONSUMER_REGS>();
+    const int c = wg - 1, lane = threadIdx.x % 32;
+    /* This consumer's 64-row slice of the A stage: rows 64c.. (K-major) or chunk c (M-major). */
+    const uint32_t a_off = AT ? c * Tr::SWIZZLE_ELEMS * Tr::BK * 2 : c * 64 * 128;
+    kv_wgmma_acc<Tr, T, ACC, AT, BT> acc;
+    for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+      int tm, tn;
+      kv_wgmma_tile<Tr::GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+      int prev = 0;
+      for (int kb = 0; kb < kblocks; ++kb) {
+        kv_mbar_wait(&full[s], phase);
+        acc.kblock(kv_smem_addr(sa + s * (Tr::BM * Tr::BK)) + a_off, kv_smem_addr(sb + s * (Tr::BN * Tr::BK)),
+                   kb == 0);
+        if (acc.pipelined) {
+          /* keep this k-block in flight; the previous one is done: free its stage */
+          if (kb > 0) {
+            kv_wgmma_wait<1>();
+            if (lane == 0) kv_mbar_arrive(&empty[prev]);
+          }
+        } else if (lane == 0) {
+          kv_mbar_arrive(&empty[s]);
+        }
+        prev = s;
+        if (++s == Tr::STAGES) { s = 0; phase ^= 1; }
+      }
+      if (acc.pipelined) {
+        kv_wgmma_wait<0>();
+        if (lane == 0) kv_mbar_arrive(&empty[prev]);
+      }
+      acc.settle();
+      kv_wgmma_epilogue<Tr, T>(acc, epi, &map_d, tma_store, dsmem + c * (Tr::D_BYTES / Tr::CONSUMERS), c, tm, tn);
+    }
+    if (Tr::EPI_TMA && tma_store && threadIdx.x % 128 == 0) kv_bulk_wait<0>(); /* stores done before exit */
+  }
+#endif
+}
+
+/* ---- host side ---- */
+
+typedef void (*kv_wgmma_kernel_fn)(const CUtensorMap, const CUtensorMap, const CUtensorMap, const kv_gemm_epi,
+                                   const int, const int);
+
+/* cuTensorMapEncodeTiled (gemm_sm90.cuh), its absence reported. */
+static inline kv_status kv_wgmma_encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn) {
+  cudaError_t e;
+  *fn = kv_tma_encode_fn(&e);
+  if (e == cudaErrorSymbolNotFound) {
+    kv_report(__FILE__, __LINE__, "CUDA", "cuTensorMapEncodeTiled not found in the driver");
+    return KV_ERR;
+  }
+  return CHECK_CUDA(e);
+}
+
+/* A 2-D row-major tensor of `rows` rows of `cols` elements, loaded in boxes of
+ * box_cols x box_rows with 128-byte swizzle and zero fill out of bounds. */
+template <class T>
+static kv_status kv_wgmma_map(CUtensorMap *map, const void *base, int cols, int rows, int box_cols, int box_rows) {
+  PFN_cuTensorMapEncodeTiled_v12000 encode;
+  KV_TRY(kv_wgmma_encode_fn(&encode));
+  const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+  const cuuint64_t strides[1] = {(cuuint64_t)cols * sizeof(T)};
+  const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUtensorMapDataType type =
+      std::is_same<T, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const CUresult r = encode(map, type, 2, const_cast<void *>(base), dims, strides, box, elem_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    kv_report(__FILE__, __LINE__, "CUDA", "cuTensorMapEncodeTiled(%d x %d, box %d x %d) failed: CUresult %d", rows,
+              cols, box_rows, box_cols, (int)r);
+    return KV_ERR;
+  }
+  return KV_OK;
+}
+
+/* kval-wgmma runs on compute capability 9.0 only (sm_90a code). */
+static inline kv_status kv_wgmma_device(int *sms) {
+  int dev, major, minor;
+  KV_TRY(CHECK_CUDA(cudaGetDevice(&dev)));
+  KV_TRY(CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)));
+  KV_TRY(CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)));
+  KV_TRY(CHECK_CUDA(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev)));
+  if (major != 9 || minor != 0) {
+    kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma needs a compute capability 9.0 GPU (sm_90a), found %d.%d",
+              major, minor);
+    return KV_ERR;
+  }
+  return KV_OK;
+}
+
+template <class Tr, class T, int ACC, int AT, int BT>
+static kv_status kv_wgmma_launch(const kv_gemm_problem *p, cudaStream_t st) {
+  int sms;
+  KV_TRY(kv_wgmma_device(&sms));
+  CUtensorMap map_a, map_b;
+  if (AT)
+    KV_TRY(kv_wgmma_map<T>(&map_a, p->a, p->m, p->k, Tr::SWIZZLE_ELEMS, Tr::BK));
+  else
+    KV_TRY(kv_wgmma_map<T>(&map_a, p->a, p->k, p->m, Tr::BK, Tr::BM));
+  if (BT)
+    KV_TRY(kv_wgmma_map<T>(&map_b, p->b, p->k, p->n, Tr::BK, Tr::BN));
+  else
+    KV_TRY(kv_wgmma_map<T>(&map_b, p->b, p->n, p->k, Tr::SWIZZLE_ELEMS, Tr::BK));
+  /* TMA store of D: its rows must be 16-byte strides from a 16-byte aligned base */
+  CUtensorMap map_d;
+  const int tma_store = Tr::EPI_TMA && p->n % 8 == 0 && reinterpret_cast<uintptr_t>(p->d) % 16 == 0;
+  if (tma_store)
+    KV_TRY(kv_wgmma_map<T>(&map_d, p->d, p->n, p->m, Tr::SWIZZLE_ELEMS, 64));
+  else
+    memset(&map_d, 0, sizeof map_d);
+  const kv_gemm_epi epi = {p->d, p->c, p->m, p->n, (float)p->alpha, (float)p->beta};
+  const long long tiles = (long long)((p->m + Tr::BM - 1) / Tr::BM) * ((p->n + Tr::BN - 1) / Tr::BN);
+  const int grid = (int)(tiles < sms || !Tr::PERSISTENT ? tiles : sms);
+  kv_wgmma_kernel_fn kernel = kv_gemm_wgmma_kernel<Tr, T, ACC, AT, BT>;
+  KV_TRY(CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::SMEM_BYTES)));
+  kernel<<<grid, Tr::THREADS, Tr::SMEM_BYTES, st>>>(map_a, map_b, map_d, epi, p->k, tma_store);
+  return CHECK_LAUNCH("kv_gemm_wgmma_kernel");
+}
+
+template <class Tr, class T, int ACC, int AT, int BT> static kv_status kv_wgmma_resources_of(kv_kernel_resources *r) {
+  kv_wgmma_kernel_fn kernel = kv_gemm_wgmma_kernel<Tr, T, ACC, AT, BT>;
+  cudaFuncAttributes fa;
+  KV_TRY(CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::SMEM_BYTES)));
+  KV_TRY(CHECK_CUDA(cudaFuncGetAttributes(&fa, kernel)));
+  KV_TRY(CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r->occupancy, kernel, Tr::THREADS, Tr::SMEM_BYTES)));
+  r->registers = fa.numRegs;
+  r->smem_bytes = (int)fa.sharedSizeBytes + Tr::SMEM_BYTES;
+  r->local_bytes = (int)fa.localSizeBytes;
+  return KV_OK;
+}
+
+/* Whether the family launches kv_wgmma_small_traits: fp32 accumulation and less than one
+ * wave of the large tiles (small or skinny problems get twice as many tiles). */
+template <int ACC> static bool kv_wgmma_small(const kv_gemm_problem *p, int sms) {
+  typedef kv_wgmma_traits Tr;
+  const long long tiles = (long long)((p->m + Tr::BM - 1) / Tr::BM) * ((p->n + Tr::BN - 1) / Tr::BN);
+  return ACC == KV_GEMM_ACC_F32 && tiles < sms;
+}
+
+/* The three layouts of the sweep (nn, tn, nt) for configuration Tr. */
+template <class Tr, class T, int ACC> static kv_status kv_wgmma_run_as(const kv_gemm_problem *p, cudaStream_t st) {
+  if (!p->a_t && !p->b_t) return kv_wgmma_launch<Tr, T, ACC, 0, 0>(p, st);
+  if (p->a_t && !p->b_t) return kv_wgmma_launch<Tr, T, ACC, 1, 0>(p, st);
+  if (!p->a_t && p->b_t) return kv_wgmma_launch<Tr, T, ACC, 0, 1>(p, st);
+  kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma: layout tt is not instantiated (nn, tn, nt are)");
+  return KV_ERR;
+}
+
+template <class Tr, class T, int ACC> static kv_status kv_wgmma_resources_as(const kv_gemm_problem *p, kv_kernel_resources *r) {
+  if (!p->a_t && !p->b_t) return kv_wgmma_resources_of<Tr, T, ACC, 0, 0>(r);
+  if (p->a_t && !p->b_t) return kv_wgmma_resources_of<Tr, T, ACC, 1, 0>(r);
+  if (!p->a_t && p->b_t) return kv_wgmma_resources_of<Tr, T, ACC, 0, 1>(r);
+  kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma: layout tt is not instantiated (nn, tn, nt are)");
+  return KV_ERR;
+}
+
+template <class T, int ACC> static kv_status kv_wgmma_run(const kv_gemm_problem *p, cudaStream_t st) {
+  int sms;
+  KV_TRY(kv_wgmma_device(&sms));
+  if constexpr (ACC == KV_GEMM_ACC_F32)
+    if (kv_wgmma_small<ACC>(p, sms)) return kv_wgmma_run_as<kv_wgmma_small_traits, T, ACC>(p, st);
+  return kv_wgmma_run_as<kv_wgmma_traits, T, ACC>(p, st);
+}
+
+template <class T, int ACC> static kv_status kv_wgmma_resources(const kv_gemm_problem *p, kv_kernel_resources *r) {
+  int sms;
+  KV_TRY(kv_wgmma_device(&sms));
+  if constexpr (ACC == KV_GEMM_ACC_F32)
+    if (kv_wgmma_small<ACC>(p, sms)) return kv_wgmma_resources_as<kv_wgmma_small_traits, T, ACC>(p, r);
+  return kv_wgmma_resources_as<kv_wgmma_traits, T, ACC>(p, r);
+}
+
+#endif

@@ -1,0 +1,208 @@
+/* test_family_gemm.c - the gemm family's CPU emulation and fp64 reference: closed forms
+ * (identity and permutation matrices in every layout, alpha/beta with exact values, the
+ * k-step rounding of fp16/bf16 accumulators on hand-computed sums), emulation against the
+ * reference under the default tolerance for every precision, layout and distribution, and
+ * the precision properties (accumulation error grows with K, fp16/bf16 accumulation worse
+ * than fp32, bf16 worse than fp16) as inequalities between medians over seeds. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "families/testkit/family_case.h"
+#include "tests/unit/test_util.h"
+
+static const char *const precisions[] = {"fp16:fp32", "fp16:fp16", "bf16:fp32", "bf16:bf16"};
+static const char *const layouts[] = {"nn", "tn", "nt"};
+
+/* Element (r, c) of a logical matrix stored row-major with `cols` columns, or transposed. */
+static size_t at(int trans, size_t r, size_t c, size_t rows, size_t cols) {
+  return trans ? c * rows + r : r * cols + c;
+}
+
+static int out_bits_equal(const fcase *f, size_t i, const void *buf, size_t j) {
+  return ((const uint16_t *)f->out[0])[i] == ((const uint16_t *)buf)[j];
+}
+
+/* A = identity or a permutation P (A(i, perm[i]) = 1): D(i, :) = B(perm[i], :) bit for bit. */
+static void test_row_permutation(const char *prec, const char *layout, int identity) {
+  char spec[128];
+  const size_t m = 24, n = 40;
+  snprintf(spec, sizeof spec, "precision=%s layout=%s shape=24x40x24", prec, layout);
+  fcase f;
+  fcase_make(&f, &kv_family_gemm, spec);
+  fcase_generate(&f, 11);
+  kv_dtype st = f.c.prec.storage;
+  int ta = layout[0] == 't', tb = layout[1] == 't';
+  size_t perm[24];
+  for (size_t i = 0; i < m; i++) perm[i] = identity ? i : (i * 7 + 3) % m;
+  for (size_t i = 0; i < m; i++)
+    for (size_t k = 0; k < m; k++) kv_store(f.in[0], at(ta, i, k, m, m), st, k == perm[i] ? 1.0 : 0.0);
+  fcase_emulate(&f);
+  int bad = 0;
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) bad += !out_bits_equal(&f, i * n + j, f.in[1], at(tb, perm[i], j, m, n));
+  EXPECT(bad == 0, "%s %s %s: %d elements differ from the permuted B", prec, layout,
+         identity ? "identity" : "permutation", bad);
+  fcase_free(&f);
+}
+
+/* B = a permutation Q (B(perm[j], j) = 1): D(:, j) = A(:, perm[j]) bit for bit. */
+static void test_column_permutation(const char *prec, const char *layout) {
+  char spec[128];
+  const size_t m = 20, k = 32;
+  snprintf(spec, sizeof spec, "precision=%s layout=%s shape=20x32x32", prec, layout);
+  fcase f;
+  fcase_make(&f, &kv_family_gemm, spec);
+  fcase_generate(&f, 12);
+  kv_dtype st = f.c.prec.storage;
+  int ta = layout[0] == 't', tb = layout[1] == 't';
+  size_t perm[32];
+  for (size_t j = 0; j < k; j++) perm[j] = (j * 5 + 1) % k;
+  for (size_t kk = 0; kk < k; kk++)
+    for (size_t j = 0; j < k; j++) kv_store(f.in[1], at(tb, kk, j, k, k), st, kk == perm[j] ? 1.0 : 0.0);
+  fcase_emulate(&f);
+  int bad = 0;
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < k; j++) bad += !out_bits_equal(&f, i * k + j, f.in[0], at(ta, i, perm[j], m, k));
+  EXPECT(bad == 0, "%s %s: %d elements differ from A with permuted columns", prec, layout, bad);
+  fcase_free(&f);
+}
+
+/* alpha = 2, beta = -1, A = I, small integers: D = 2 B - C exactly, and the reference too. */
+static void test_alpha_beta(void) {
+  fcase f;
+  fcase_make(&f, &kv_family_gemm, "precision=fp16:fp16 shape=8x8x8 alpha=2 beta=-1");
+  EXPECT(f.t.n_in == 3, "beta != 0 makes C an input (%d inputs)", f.t.n_in);
+  for (size_t i = 0; i < 8; i++)
+    for (size_t j = 0; j < 8; j++) {
+      kv_store(f.in[0], i * 8 + j, KV_FP16, i == j);
+      kv_store(f.in[1], i * 8 + j, KV_FP16, (double)(int)(i * 3 + j) - 10);
+      kv_store(f.in[2], i * 8 + j, KV_FP16, (double)(int)(j * 2) - (double)i);
+    }
+  fcase_emulate(&f);
+  fcase_reference(&f, 0);
+  int bad = 0, bad_ref = 0, bad_mag = 0;
+  for (size_t i = 0; i < 8; i++)
+    for (size_t j = 0; j < 8; j++) {
+      double b = (double)(int)(i * 3 + j) - 10, c = (double)(int)(j * 2) - (double)i;
+      bad += fcase_out(&f, i * 8 + j) != 2 * b - c;
+      bad_ref += f.ref[i * 8 + j] != 2 * b - c;
+      bad_mag += f.mag[i * 8 + j] != 2 * fabs(b) + fabs(c);
+    }
+  EXPECT(bad == 0 && bad_ref == 0 && bad_mag == 0, "D = 2B - C: %d emulated, %d reference, %d mag wrong", bad,
+         bad_ref, bad_mag);
+  fcase_free(&f);
+}
+
+/* 1x1xK dot products of ones with b: the accumulator is rounded only at k-step ends. */
+static double dot_ones(const char *prec, const double *b, int k) {
+  char spec[96];
+  snprintf(spec, sizeof spec, "precision=%s shape=1x1x%d", prec, k);
+  fcase f;
+  fcase_make(&f, &kv_family_gemm, spec);
+  kv_dtype st = f.c.prec.storage;
+  for (int i = 0; i < k; i++) {
+    kv_store(f.in[0], (size_t)i, st, 1.0);
+    kv_store(f.in[1], (size_t)i, st, b[i]);
+  }
+  fcase_emulate(&f);
+  double d = fcase_out(&f, 0);
+  fcase_free(&f);
+  return d;
+}
+
+static void test_kstep_rounding(void) {
+  /* fp16 spacing in [2048, 4096) is 2, bf16 spacing in [256, 512) is 2. */
+  double b[17] = {0};
+  b[0] = 2048, b[1] = 1, b[16] = 1; /* step sums 2049 (tie -> 2048), then 2048 + 1 -> 2048 */
+  EXPECT(dot_ones("fp16:fp16", b, 17) == 2048.0, "fp16 acc rounds 2049 to 2048 twice: %g", dot_ones("fp16:fp16", b, 17));
+  EXPECT(dot_ones("fp16:fp32", b, 17) == 2050.0, "fp32 acc keeps 2050: %g", dot_ones("fp16:fp32", b, 17));
+  b[16] = 0, b[2] = 1; /* one k-step 2048 + 1 + 1 = 2050: no rounding inside the step */
+  EXPECT(dot_ones("fp16:fp16", b, 16) == 2050.0, "fp16 acc within one k-step: %g", dot_ones("fp16:fp16", b, 16));
+  double c[17] = {0};
+  c[0] = 256, c[1] = 1, c[16] = 1;
+  EXPECT(dot_ones("bf16:bf16", c, 17) == 256.0, "bf16 acc rounds 257 to 256 twice: %g", dot_ones("bf16:bf16", c, 17));
+  EXPECT(dot_ones("bf16:fp32", c, 17) == 258.0, "fp32 acc keeps 258: %g", dot_ones("bf16:fp32", c, 17));
+  c[16] = 0, c[2] = 1;
+  EXPECT(dot_ones("bf16:bf16", c, 16) == 258.0, "bf16 acc within one k-step: %g", dot_ones("bf16:bf16", c, 16));
+}
+
+/* Every precision, layout and distribution, K with a partial last k-step: within tolerance. */
+static void test_emulation_vs_reference(void) {
+  static const char *const dists[] = {"normal", "uniform", "near_max"};
+  for (int p = 0; p < 4; p++)
+    for (int l = 0; l < 3; l++)
+      for (int d = 0; d < 3; d++) {
+        char spec[160];
+        snprintf(spec, sizeof spec, "precision=%s layout=%s dist=%s shape=24x40x72%s", precisions[p], layouts[l],
+                 dists[d], d == 1 ? " alpha=1.5 beta=0.5" : "");
+        fcase f;
+        fcase_make(&f, &kv_family_gemm, spec);
+        fcase_generate(&f, 100 + (uint64_t)p);
+        fcase_emulate(&f);
+        fcase_reference(&f, 0);
+        double ratio = fcase_bound_ratio(&f);
+        EXPECT(ratio <= 1.0, "%s: max err / bound = %g", spec, ratio);
+        if (d == 2) {
+          double mx = 0;
+          for (size_t i = 0; i < 24 * 40; i++) mx = fmax(mx, fabs(f.ref[i]));
+          EXPECT(mx > 0.5 * 65504 && mx < 65504, "near_max: largest |D| = %g, wanted in (32752, 65504)", mx);
+        }
+        fcase_free(&f);
+      }
+}
+
+/* Median (over 5 seeds) of the median relative error of a 16x16xK product. */
+static double median_err(const char *prec, int k) {
+  double e[5];
+  for (int s = 0; s < 5; s++) {
+    char spec[96];
+    snprintf(spec, sizeof spec, "precision=%s shape=16x16x%d", prec, k);
+    fcase f;
+    fcase_make(&f, &kv_family_gemm, spec);
+    fcase_generate(&f, 1000 + (uint64_t)s);
+    fcase_emulate(&f);
+    fcase_reference(&f, 0);
+    e[s] = fcase_median_rel_err(&f, 1e-30);
+    fcase_free(&f);
+  }
+  return median_of(e, 5);
+}
+
+static void test_precision_properties(void) {
+  static const int ks[] = {256, 1024, 4096};
+  double e[4][3];
+  for (int p = 0; p < 4; p++)
+    for (int i = 0; i < 3; i++) e[p][i] = median_err(precisions[p], ks[i]);
+  printf("median relative error     K=256      K=1024     K=4096\n");
+  for (int p = 0; p < 4; p++) printf("  %-10s           %.3e  %.3e  %.3e\n", precisions[p], e[p][0], e[p][1], e[p][2]);
+  for (int i = 0; i < 2; i++) {
+    EXPECT(e[1][i + 1] > e[1][i], "fp16 accumulation error grows from K=%d to K=%d", ks[i], ks[i + 1]);
+    EXPECT(e[3][i + 1] > e[3][i], "bf16 accumulation error grows from K=%d to K=%d", ks[i], ks[i + 1]);
+  }
+  for (int i = 0; i < 3; i++) {
+    EXPECT(e[1][i] > 2 * e[0][i], "K=%d: fp16 accumulation above fp32 accumulation", ks[i]);
+    EXPECT(e[3][i] > 2 * e[2][i], "K=%d: bf16 accumulation above fp32 accumulation", ks[i]);
+    EXPECT(e[3][i] > 2 * e[1][i], "K=%d: bf16 accumulation above fp16 accumulation", ks[i]);
+    EXPECT(e[2][i] > 2 * e[0][i], "K=%d: bf16 storage error above fp16 storage error", ks[i]);
+  }
+}
+
+int main(void) {
+  TEST("identity and permutation matrices, every precision and layout: exact");
+  for (int p = 0; p < 4; p++)
+    for (int l = 0; l < 3; l++) {
+      test_row_permutation(precisions[p], layouts[l], 1);
+      test_row_permutation(precisions[p], layouts[l], 0);
+      test_column_permutation(precisions[p], layouts[l]);
+    }
+  TEST("alpha and beta on exact values");
+  test_alpha_beta();
+  TEST("fp16/bf16 accumulators rounded after every k-step of 16");
+  test_kstep_rounding();
+  TEST("emulation vs fp64 reference within the default tolerance");
+  test_emulation_vs_reference();
+  TEST("error grows with K; fp16/bf16 accumulation and bf16 storage cost accuracy");
+  test_precision_properties();
+  return TEST_RETURN();
+}

@@ -1,0 +1,85 @@
+/* common.c - family helpers: tensor specs, host input generation (the CPU twin of
+ * kv_cuda_generate), bulk widening of storage buffers, the rounding of accumulator arrays at
+ * k-step boundaries, and the row-list check of the references. */
+#include "families/kit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void kv_spec_in(kv_tensor_spec *t, const char *name, kv_dtype dtype, size_t count, int dist, double scale,
+                double offset) {
+  t->name = name;
+  t->dtype = dtype;
+  t->count = count;
+  t->dist = dist;
+  t->scale = scale;
+  t->offset = offset;
+}
+
+void kv_spec_out(kv_tensor_spec *t, const char *name, kv_dtype dtype, size_t count) {
+  kv_spec_in(t, name, dtype, count, KV_DIST_NORMAL, 0.0, 0.0);
+}
+
+kv_status kv_generate_host(const kv_tensor_spec *t, uint64_t key, void *buf) {
+  if (!buf && t->count > 0) {
+    kv_report(__FILE__, __LINE__, "generate", "no buffer for tensor %s", t->name);
+    return KV_ERR;
+  }
+  for (size_t i = 0; i < t->count; i++)
+    kv_store(buf, i, t->dtype, kv_gen_value(key, (uint64_t)i, t->dist, t->scale, t->offset));
+  return KV_OK;
+}
+
+void kv_to_float(const void *buf, kv_dtype t, size_t off, size_t n, float *dst) {
+  const uint16_t *h = (const uint16_t *)buf + off;
+  switch (t) {
+  case KV_FP16:
+    for (size_t i = 0; i < n; i++) dst[i] = kv_f16_to_f32(h[i]);
+    break;
+  case KV_BF16:
+    for (size_t i = 0; i < n; i++) dst[i] = kv_bf16_to_f32(h[i]);
+    break;
+  case KV_FP32:
+    memcpy(dst, (const float *)buf + off, n * sizeof(float));
+    break;
+  default:
+    for (size_t i = 0; i < n; i++) dst[i] = (float)((const double *)buf)[off + i];
+    break;
+  }
+}
+
+void kv_to_double(const void *buf, kv_dtype t, size_t off, size_t n, double *dst) {
+  const uint16_t *h = (const uint16_t *)buf + off;
+  switch (t) {
+  case KV_FP16:
+    for (size_t i = 0; i < n; i++) dst[i] = kv_f16_to_f32(h[i]);
+    break;
+  case KV_BF16:
+    for (size_t i = 0; i < n; i++) dst[i] = kv_bf16_to_f32(h[i]);
+    break;
+  case KV_FP32:
+    for (size_t i = 0; i < n; i++) dst[i] = ((const float *)buf)[off + i];
+    break;
+  default:
+    memcpy(dst, (const double *)buf + off, n * sizeof(double));
+    break;
+  }
+}
+
+void kv_acc_round_array(float *x, size_t n, kv_dtype acc) {
+  if (acc == KV_FP32) return;
+  for (size_t i = 0; i < n; i++) x[i] = kv_round_f32(x[i], acc);
+}
+
+kv_status kv_check_rows(const size_t *rows, size_t n_rows, size_t total_rows, const char *family) {
+  if (n_rows > 0 && !rows) {
+    kv_report(__FILE__, __LINE__, family, "reference called without a row list");
+    return KV_ERR;
+  }
+  for (size_t r = 0; r < n_rows; r++)
+    if (rows[r] >= total_rows) {
+      kv_report(__FILE__, __LINE__, family, "reference row %zu out of range (%zu rows)", rows[r], total_rows);
+      return KV_ERR;
+    }
+  return KV_OK;
+}

@@ -1,0 +1,346 @@
+/* norm_kernels.cuh - the LayerNorm and RMSNorm kernels (templates; instantiated per storage
+ * type in norm_fp16.cu, norm_bf16.cu and norm_fp32.cu).
+ *
+ * y = (x - mean) * rstd * w + b (LayerNorm) or x * rstd * w (RMSNorm), per row of n = hidden
+ * elements; mean = sum(x) / n, var = sum((x - mean)^2) / n (two passes over the row, never
+ * E[x^2] - E[x]^2), rms^2 = sum(x^2) / n, rstd = 1 / sqrt(var + eps). The output is formed
+ * in fp32 and rounded once to the storage type (RNE). Kernels:
+ *
+ * Fast path (fp32 accumulation, hidden a multiple of the 16-byte vector, up to 4096 vectors):
+ * a row is held in registers by TPR threads, NV 16-byte vectors each, loaded coalesced
+ * (thread t of the row takes vectors t, t + TPR, t + 2 TPR, ...), so x is read from memory
+ * exactly once. Reduction order: each
+ * thread adds its elements in vector order (elements 0..N-1 of its first vector, then of its
+ * second, ...), then a butterfly over the row's lanes (xor 16, 8, 4, 2, 1, which leaves the
+ * same bits in every lane), then, when a row spans several warps, the warps' sums in warp
+ * order through shared memory. The division by n is a multiply by inv_hidden = fl(1/n),
+ * rstd comes from rsqrtf (max 2 ulp of fp32) and the affine step uses fma: all far below the
+ * output rounding.
+ *
+ * Peeled path (fp32 accumulation, any hidden up to 4096 vectors, 16-byte aligned pointers):
+ * the fast path's layout and reduction order over the aligned 16-byte vectors that hold a
+ * row which starts anywhere; the partial vectors at the row's ends go element by element;
+ * streaming loads of x and evict-first stores of y (as measured, see norm_traits.h).
+ *
+ * General path (fp32 accumulation, any other case: rows over 4096 vectors, unaligned
+ * pointers): one block of KV_NORM_GENERAL_BLOCK threads per row, three passes over the row
+ * (L1/L2 serve the re-reads); thread t adds
+ * elements t, t + B, t + 2B, ... in order, then the butterfly within each warp, then the warp
+ * sums in warp order; correctly rounded divide and sqrt.
+ *
+ * Serial path (fp16/bf16 accumulation, the precision study): one thread per row performs
+ * exactly the operation sequence of the cpu backend's model (families/norm.c): sums in
+ * element order rounded to the accumulator after every add, mean and variance rounded to
+ * it, d_j = acc(x_j - mean), no fused multiply-add, correctly rounded divide and sqrt; so
+ * its output is bit-identical to the CPU emulation. It is slow (one thread walks its row three
+ * times) and meant for correctness, not speed. */
+#ifndef KVAL_NORM_KERNELS_CUH
+#define KVAL_NORM_KERNELS_CUH
+
+#include <type_traits>
+
+#include "families/norm/norm_traits.h"
+
+/* Sum over the TPR threads of a row; every thread of the row gets the same value. `red`
+ * holds one float per warp of the block (only used when a row spans several warps). */
+template <int TPR>
+__device__ __forceinline__ float kv_row_sum(float v, float *red) {
+  constexpr int W = TPR < 32 ? TPR : 32;
+#pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if constexpr (TPR > 32) {
+    const int warp = threadIdx.x / 32;
+    if (threadIdx.x % 32 == 0) red[warp] = v;
+    __syncthreads();
+    const int first = (threadIdx.x / TPR) * (TPR / 32);
+    v = red[first];
+#pragma unroll
+    for (int i = 1; i < TPR / 32; i++) v += red[first + i];
+  }
+  return v;
+}
+
+/* Mean of a row held as NV 16-byte vectors per thread (vectors and elements outside the row
+ * hold zeros), in the first pass of the two-pass statistics. */
+template <class T, int TPR, int NV>
+__device__ __forceinline__ float kv_row_mean(const uint4 (&xv)[NV], float *red, float inv_hidden) {
+  constexpr int N = kv_storage<T>::N;
+  float s = 0.0f;
+#pragma unroll
+  for (int v = 0; v < NV; v++) {
+    float f[N];
+    kv_unpack<T>(xv[v], f);
+#pragma unroll
+    for (int e = 0; e < N; e++) s += f[e];
+  }
+  return kv_row_sum<TPR>(s, red) * inv_hidden;
+}
+
+template <class T, int TPR, int NV, bool LN>
+__global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) kv_norm_fast(kv_norm_params p) {
+  constexpr int N = kv_storage<T>::N;
+  constexpr int BLOCK = kv_norm_block(TPR);
+  constexpr int RPB = BLOCK / TPR;
+  __shared__ float red[2][BLOCK / 32];
+  const int t = threadIdx.x % TPR;
+  const long long row = (long long)blockIdx.x * RPB + threadIdx.x / TPR;
+  const bool live = row < p.rows; /* dead rows of the last block still take part in barriers */
+  const int nvec = p.hidden / N;
+  const size_t base = (size_t)(live ? row : 0) * (size_t)nvec;
+  const uint4 *xr = static_cast<const uint4 *>(p.x) + base;
+
+  uint4 xv[NV];
+#pragma unroll
+  for (int v = 0; v < NV; v++) {
+    const int j = v * TPR + t;
+    xv[v] = (live && j < nvec) ? __ldg(xr + j) : make_uint4(0u, 0u, 0u, 0u);
+  }
+
+  const float mean = LN ? kv_row_mean<T, TPR, NV>(xv, red[0], p.inv_hidden) : 0.0f;
+  float q = 0.0f;
+#pragma unroll
+  for (int v = 0; v < NV; v++) {
+    if (v * TPR + t < nvec) {
+      float f[N];
+      kv_unpack<T>(xv[v], f);
+#pragma unroll
+      for (int e = 0; e < N; e++) {
+        const float d = f[e] - mean;
+        q = fmaf(d, d, q);
+      }
+    }
+  }
+  const float rstd = rsqrtf(fmaf(kv_row_sum<TPR>(q, red[1]), p.inv_hidden, p.eps));
+
+  const uint4 *wr = static_cast<const uint4 *>(p.w);
+  const uint4 *br = static_cast<const uint4 *>(p.b);
+  uint4 *yr = static_cast<uint4 *>(p.y) + base;
+#pragma unroll
+  for (int v = 0; v < NV; v++) {
+    const int j = v * TPR + t;
+    if (live && j < nvec) {
+      float f[N], w[N], b[N];
+      kv_unpack<T>(xv[v], f);
+      kv_unpack<T>(__ldg(wr + j), w);
+      if constexpr (LN) kv_unpack<T>(__ldg(br + j), b);
+#pragma unroll
+      for (int e = 0; e < N; e++) f[e] = LN ? fmaf((f[e] - mean) * rstd, w[e], b[e]) : (f[e] * rstd) * w[e];
+      yr[j] = kv_pack<T>(f);
+    }
+  }
+}
+
+/* y of one element from x, the statistics (mean, rstd), w and b. */
+template <bool LN>
+__device__ __forceinline__ float kv_affine(float x, float2 st, float w, float b) {
+  return LN ? fmaf((x - st.x) * st.y, w, b) : (x * st.y) * w;
+}
+
+/* Peeled path (any hidden). A row starts at element o = row * hidden, r = o mod N elements
+ * past a 16-byte boundary; the thread takes the aligned vectors m = t, t + TPR, ... of the
+ * nv_row vectors that hold the row. Whole vectors are loaded and stored as 16 bytes, the
+ * (at most two) partial ones element by element with the missing elements zero; w and b of a
+ * whole vector are shifted into line from the two aligned vectors around them
+ * (kv_shift_vec), except at the end of w, where they are loaded element by element.
+ * Reduction order as the fast path (vector order in the thread, butterfly, warps in order). */
+template <class T>
+__device__ __forceinline__ uint4 kv_load_part(const void *base, long long lo, long long n) {
+  constexpr int N = kv_storage<T>::N;
+  using U = typename kv_storage<T>::bits;
+  const U *e = static_cast<const U *>(base);
+  U u[N];
+#pragma unroll
+  for (int i = 0; i < N; i++) u[i] = (lo + i >= 0 && lo + i < n) ? e[lo + i] : U(0);
+  if constexpr (N == 4) return make_uint4(u[0], u[1], u[2], u[3]);
+  else
+    return make_uint4(u[0] | (unsigned)u[1] << 16, u[2] | (unsigned)u[3] << 16, u[4] | (unsigned)u[5] << 16,
+                      u[6] | (unsigned)u[7] << 16);
+}
+
+template <class T, int TPR, int NV, bool LN>
+__global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) kv_norm_peeled(kv_norm_params p) {
+  constexpr int N = kv_storage<T>::N;
+  constexpr int BLOCK = kv_norm_block(TPR);
+  constexpr int RPB = BLOCK / TPR;
+  __shared__ float red[2][BLOCK / 32];
+  const int t = threadIdx.x % TPR;
+  const long long row = (long long)blockIdx.x * RPB + threadIdx.x / TPR;
+  const bool live = row < p.rows;
+  const long long n = p.hidden;
+  const size_t o = (size_t)(live ? row : 0) * (size_t)n;
+  const int r = (int)(o % N);
+  const int nv_row = (int)((r + n + N - 1) / N);
+  const uint4 *xg = static_cast<const uint4 *>(p.x) + o / N;
+  const void *xrow = static_cast<const typename kv_storage<T>::bits *>(p.x) + o;
+
+  uint4 xv[NV];
+#pragma unroll
+  for (int v = 0; v < NV; v++) {
+    const int m = v * TPR + t;
+    const long long lo = (long long)m * N - r; /* row position of the vector's first element */
+    if (!live || m >= nv_row) xv[v] = make_uint4(0u, 0u, 0u, 0u);
+    else if (lo >= 0 && lo + N <= n) xv[v] = kv_ld_stream(xg + m);
+    else xv[v] = kv_load_part<T>(xrow, lo, n);
+  }
+
+  const float mean = LN ? kv_row_mean<T, TPR, NV>(xv, red[0], p.inv_hidden) : 0.0f;
+  float q = 0.0f;
+#pragma unroll
+  for (int v = 0; v < NV; v++) {
+    const int m = v * TPR + t;
+    const long long lo = (long long)m * N - r;
+    if (m < nv_row) {
+      float f[N];
+      kv_unpack<T>(xv[v], f);
+#pragma unroll
+      for (int e = 0; e < N; e++) {
+        const float d = (lo + e >= 0 && lo + e < n) ? f[e] - mean : 0.0f;
+        q = fmaf(d, d, q);
+      }
+    }
+  }
+  const float2 st = make_float2(mean, rsqrtf(fmaf(kv_row_sum<TPR>(q, red[1]), p.inv_hidden, p.eps)));
+
+  const uint4 *wg = static_cast<const uint4 *>(p.w);
+  const uint4 *bg = static_cast<const uint4 *>(p.b);
+  uint4 *yg = static_cast<uint4 *>(p.y) + o / N;
+  void *yrow = static_cast<typename kv_storage<T>::bits *>(p.y) + o;
+#pragma unroll
+  for (int v = 0; v < NV; v++) {
+    const int m = v * TPR + t;
+    const long long lo = (long long)m * N - r;
+    if (!live || m >= nv_row) continue;
+    const bool whole = lo >= 0 && lo + N <= n;
+    float f[N], w[N], b[N];
+    kv_unpack<T>(xv[v], f);
+    if (whole && (r == 0 || (long long)(m + 1) * N <= n)) { /* w vectors m - 1 and m exist */
+      kv_unpack<T>(r == 0 ? __ldg(wg + m) : kv_shift_vec<N>(__ldg(wg + m - 1), __ldg(wg + m), N - r), w);
+      if constexpr (LN) kv_unpack<T>(r == 0 ? __ldg(bg + m) : kv_shift_vec<N>(__ldg(bg + m - 1), __ldg(bg + m), N - r), b);
+    } else {
+      kv_unpack<T>(kv_load_part<T>(p.w, lo, n), w);
+      if constexpr (LN) kv_unpack<T>(kv_load_part<T>(p.b, lo, n), b);
+    }
+#pragma unroll
+    for (int e = 0; e < N; e++) f[e] = kv_affine<LN>(f[e], st, w[e], LN ? b[e] : 0.0f);
+    if (whole) {
+      kv_st_stream(yg + m, kv_pack<T>(f));
+    } else {
+#pragma unroll
+      for (int e = 0; e < N; e++)
+        if (lo + e >= 0 && lo + e < n) kv_storage<T>::store(yrow, (size_t)(lo + e), f[e]);
+    }
+  }
+}
+
+/* Block-wide sum for the general path and the reference: butterfly in each warp, then the
+ * warp sums in warp order. Ends with a barrier, so `red` can be reused by the next call. */
+template <int BLOCK, class V>
+__device__ __forceinline__ V kv_block_sum(V v, V *red) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = red[0];
+#pragma unroll
+  for (int i = 1; i < BLOCK / 32; i++) v += red[i];
+  __syncthreads();
+  return v;
+}
+
+template <class T, bool LN>
+__global__ void __launch_bounds__(KV_NORM_GENERAL_BLOCK) kv_norm_general(kv_norm_params p) {
+  constexpr int B = KV_NORM_GENERAL_BLOCK;
+  __shared__ float red[B / 32];
+  const size_t n = (size_t)p.hidden;
+  const size_t base = (size_t)blockIdx.x * n;
+  const float nf = (float)p.hidden;
+
+  float mean = 0.0f;
+  if constexpr (LN) {
+    float s = 0.0f;
+    for (size_t j = threadIdx.x; j < n; j += B) s += kv_storage<T>::load(p.x, base + j);
+    mean = kv_block_sum<B>(s, red) / nf;
+  }
+  float q = 0.0f;
+  for (size_t j = threadIdx.x; j < n; j += B) {
+    const float d = kv_storage<T>::load(p.x, base + j) - mean;
+    q = fmaf(d, d, q);
+  }
+  const float rstd = 1.0f / sqrtf(kv_block_sum<B>(q, red) / nf + p.eps);
+  for (size_t j = threadIdx.x; j < n; j += B) {
+    const float x = kv_storage<T>::load(p.x, base + j), w = kv_storage<T>::load(p.w, j);
+    const float y = LN ? fmaf((x - mean) * rstd, w, kv_storage<T>::load(p.b, j)) : (x * rstd) * w;
+    kv_storage<T>::store(p.y, base + j, y);
+  }
+}
+
+/* The cpu backend's operation sequence, one thread per row (see the header). */
+template <class T, class Acc, bool LN>
+__global__ void __launch_bounds__(KV_NORM_SERIAL_BLOCK) kv_norm_serial(kv_norm_params p) {
+  const long long row = (long long)blockIdx.x * KV_NORM_SERIAL_BLOCK + threadIdx.x;
+  if (row >= p.rows) return;
+  const size_t n = (size_t)p.hidden, base = (size_t)row * n;
+  const float nf = (float)p.hidden;
+  float mean = 0.0f;
+  if constexpr (LN) {
+    float s = 0.0f;
+    for (size_t j = 0; j < n; j++) s = Acc::r(__fadd_rn(s, kv_storage<T>::load(p.x, base + j)));
+    mean = Acc::r(__fdiv_rn(s, nf));
+  }
+  float q = 0.0f;
+  for (size_t j = 0; j < n; j++) {
+    const float x = kv_storage<T>::load(p.x, base + j), d = LN ? Acc::r(__fsub_rn(x, mean)) : x;
+    q = Acc::r(__fadd_rn(q, __fmul_rn(d, d)));
+  }
+  const float var = Acc::r(__fdiv_rn(q, nf));
+  const float rstd = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, p.eps)));
+  for (size_t j = 0; j < n; j++) {
+    const float x = kv_storage<T>::load(p.x, base + j), w = kv_storage<T>::load(p.w, j);
+    const float y = LN ? __fadd_rn(__fmul_rn(__fmul_rn(__fsub_rn(x, mean), rstd), w), kv_storage<T>::load(p.b, j))
+                       : __fmul_rn(__fmul_rn(x, rstd), w);
+    kv_storage<T>::store(p.y, base + j, y);
+  }
+}
+
+/* The kernels of one storage type: config -1 is the general path (fp32 accumulation) or the
+ * serial path (the storage type's own accumulator, Narrow; void for fp32 storage); a table
+ * index is a register-resident kernel (fp32 accumulation only). */
+template <class T, class Narrow, kv_dtype NARROW>
+kv_norm_kernel kv_norm_kernel_of(bool layernorm, kv_dtype accum, int config) {
+  kv_norm_kernel k = {nullptr, KV_NORM_GENERAL_BLOCK, 1, "general"};
+  if (config < 0) {
+    if (accum == KV_FP32)
+      k.func = layernorm ? (const void *)kv_norm_general<T, true> : (const void *)kv_norm_general<T, false>;
+    if constexpr (!std::is_void_v<Narrow>) {
+      if (accum == NARROW) {
+        k.func = layernorm ? (const void *)kv_norm_serial<T, Narrow, true> : (const void *)kv_norm_serial<T, Narrow, false>;
+        k.block = k.rows_per_block = KV_NORM_SERIAL_BLOCK;
+        k.name = "serial";
+      }
+    }
+    return k;
+  }
+  if (accum != KV_FP32) return k;
+  switch (config) {
+#define KV_NORM_FN_FAST(TPR, NV) \
+  layernorm ? (const void *)kv_norm_fast<T, TPR, NV, true> : (const void *)kv_norm_fast<T, TPR, NV, false>
+#define KV_NORM_FN_PEELED(TPR, NV) \
+  layernorm ? (const void *)kv_norm_peeled<T, TPR, NV, true> : (const void *)kv_norm_peeled<T, TPR, NV, false>
+#define KV_X(idx, TPR, NV, KIND)                                   \
+  case idx:                                                        \
+    k.func = KV_NORM_FN_##KIND(TPR, NV);                           \
+    k.block = kv_norm_block(TPR);                                  \
+    k.rows_per_block = kv_norm_block(TPR) / TPR;                   \
+    k.name = #KIND " tpr=" #TPR " nv=" #NV;                        \
+    break;
+    KV_NORM_CONFIGS(KV_X)
+#undef KV_X
+#undef KV_NORM_FN_PEELED
+#undef KV_NORM_FN_FAST
+    default:
+      break;
+  }
+  return k;
+}
+
+#endif

@@ -1,0 +1,236 @@
+/* norm_traits.h - what the LayerNorm/RMSNorm CUDA code shares: the kernel parameter block,
+ * the table of register-resident kernel shapes (threads per row x 16-byte vectors per thread
+ * x kind), storage traits (16-byte vector <-> float conversions with round-to-nearest-even,
+ * streaming loads and stores) and the narrow accumulators (fp16/bf16 rounding after every
+ * operation). Kernels live in norm_kernels.cuh,
+ * their instantiations in norm_fp16.cu / norm_bf16.cu / norm_fp32.cu, the variant choice and
+ * launch in norm_dispatch.cu, the case-level family entries in norm_launch.cu, the fp64
+ * reference in norm_reference.cu. CUDA C++ only (included by .cu files). */
+#ifndef KVAL_NORM_TRAITS_H
+#define KVAL_NORM_TRAITS_H
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/cuda_check.cuh"
+extern "C" {
+#include "core/dtype.h"
+}
+
+/* Kernel arguments (passed by value). x [rows, hidden], w and b [hidden] (b NULL for
+ * RMSNorm), y [rows, hidden]; all of the storage type. */
+struct kv_norm_params {
+  const void *x, *w, *b;
+  void *y;
+  long long rows;
+  int hidden;
+  float inv_hidden; /* 1 / hidden rounded to float: the fast path's mean is sum * inv_hidden */
+  float eps;
+};
+
+/* What the host asks for: one launch of a norm. */
+struct kv_norm_problem {
+  kv_norm_params p;
+  double eps; /* the case's eps as given (the kernels use p.eps, its float rounding) */
+  bool layernorm;
+  kv_dtype storage, accum;
+};
+
+/* One compiled kernel variant and its launch shape. */
+struct kv_norm_kernel {
+  const void *func;  /* __global__ function, for cudaLaunchKernel and cudaFuncGetAttributes */
+  int block;         /* threads per block */
+  int rows_per_block;
+  const char *name;  /* for messages: "fast tpr=64 nv=8", "general" */
+};
+
+/* Register-resident paths: each row is held in registers by TPR threads, NV 16-byte vectors
+ * each (8 fp16 / bf16 or 4 fp32 elements per vector). Kinds:
+ *   KV_NORM_FAST    hidden a multiple of the vector (rows start on 16-byte boundaries)
+ *   KV_NORM_PEELED  any hidden: rows start anywhere, 16-byte vectors at 16-byte addresses,
+ *                   the partial vectors at the row ends element by element
+ * Several entries cover one row length: the table is what families/norm/bench/norm_bench.cu sweeps,
+ * kv_norm_default_config() the measured choice. Both need 16-byte aligned x, y, w, b.
+ * Measured on an H200 and dropped (docs/PERFORMANCE.md): streaming cache hints on the fast
+ * path (ld.global.nc.L1::no_allocate for x, st.global.cs for y: 3889 -> 3656 GB/s for
+ * RMSNorm fp16 16384x4096), w and b loaded before the reductions (more registers, fewer
+ * resident blocks: LayerNorm tpr 256 nv 2 fell to 3387 GB/s), and a persistent kernel
+ * (grid = resident blocks, w and b in registers, next row prefetched: slower at every shape).
+ * The peeled kernel was measured with the streaming hints and keeps them. */
+enum kv_norm_kind { KV_NORM_FAST, KV_NORM_PEELED };
+struct kv_norm_config {
+  int tpr, nv;
+  kv_norm_kind kind;
+};
+#define KV_NORM_CONFIGS(X)                                                                                 \
+  X(0, 8, 1, FAST) X(1, 16, 1, FAST) X(2, 32, 1, FAST) X(3, 32, 2, FAST) X(4, 32, 4, FAST) X(5, 64, 4, FAST) \
+  X(6, 32, 8, FAST) X(7, 128, 2, FAST) X(8, 64, 8, FAST) X(9, 128, 4, FAST) X(10, 256, 2, FAST)            \
+  X(11, 128, 8, FAST) X(12, 256, 4, FAST) X(13, 256, 8, FAST) X(14, 512, 4, FAST) X(15, 512, 8, FAST)      \
+  X(16, 64, 2, FAST) X(17, 512, 2, FAST) X(18, 8, 1, PEELED) X(19, 16, 1, PEELED) X(20, 32, 1, PEELED)     \
+  X(21, 32, 2, PEELED) X(22, 64, 2, PEELED) X(23, 128, 2, PEELED) X(24, 128, 3, PEELED)                    \
+  X(25, 256, 2, PEELED) X(26, 256, 3, PEELED) X(27, 256, 4, PEELED) X(28, 512, 3, PEELED)                  \
+  X(29, 512, 4, PEELED) X(30, 512, 6, PEELED) X(31, 512, 8, PEELED) X(32, 512, 2, PEELED)
+#define KV_NORM_N_CONFIGS 33
+#define KV_NORM_GENERAL_BLOCK 128 /* threads per row of the general path */
+#define KV_NORM_SERIAL_BLOCK 128  /* rows (one thread each) per block of the serial path */
+
+/* Threads per block of a register-resident configuration: small rows share a 128-thread block. */
+__host__ __device__ constexpr int kv_norm_block(int tpr) { return tpr < 128 ? 128 : tpr; }
+/* Minimum resident blocks for __launch_bounds__: caps the kernel at 128 registers a thread.
+ * (With the block size alone, ptxas picked tighter budgets and spilled a few bytes.) */
+__host__ __device__ constexpr int kv_norm_min_blocks(int tpr) { return kv_norm_block(tpr) >= 512 ? 1 : 512 / kv_norm_block(tpr); }
+
+/* Compiled kernels of one storage type (norm_fp16.cu, norm_bf16.cu, norm_fp32.cu). `config`
+ * is a table index, or -1 for the general path (fp32 accumulation) or the serial path
+ * (fp16/bf16 accumulation); returns func NULL when the combination is not compiled. */
+kv_norm_kernel kv_norm_kernel_fp16(bool layernorm, kv_dtype accum, int config);
+kv_norm_kernel kv_norm_kernel_bf16(bool layernorm, kv_dtype accum, int config);
+kv_norm_kernel kv_norm_kernel_fp32(bool layernorm, kv_dtype accum, int config);
+
+/* Host side (norm_dispatch.cu). Elements per 16-byte vector of a storage type. */
+int kv_norm_vec_elems(kv_dtype storage);
+/* The table entry, and whether it holds a whole row of `hidden` elements (with the pointers
+ * 16-byte aligned and fp32 accumulation). */
+kv_norm_config kv_norm_config_at(int config);
+bool kv_norm_config_fits(const kv_norm_problem *pr, int config);
+/* The configuration the launcher uses (-1: general or serial path). */
+int kv_norm_default_config(const kv_norm_problem *pr);
+/* Kernel of a problem for a configuration (-1 general); func NULL with a report if none. */
+kv_status kv_norm_select(const kv_norm_problem *pr, int config, kv_norm_kernel *k);
+/* Launch with a given configuration (bench sweeps) or the default one. */
+kv_status kv_norm_launch_config(const kv_norm_problem *pr, int config, cudaStream_t s);
+kv_status kv_norm_launch(const kv_norm_problem *pr, cudaStream_t s);
+/* fp64 reference of the whole output (norm_reference.cu): ref and mag, rows * hidden each. */
+kv_status kv_norm_reference(const kv_norm_problem *pr, double *d_ref, double *d_mag, cudaStream_t s);
+
+/* ---- device traits ---- */
+
+/* Storage: a 16-byte vector <-> N floats; scalar load/store. Stores round to nearest even. */
+template <class T>
+struct kv_storage;
+
+template <>
+struct kv_storage<__half> {
+  static constexpr int N = 8;
+  using bits = unsigned short;
+  static __device__ __forceinline__ float2 pair(unsigned u) {
+    __half2 h;
+    memcpy(&h, &u, 4);
+    return __half22float2(h);
+  }
+  static __device__ __forceinline__ unsigned pack(float a, float b) {
+    __half2 h = __floats2half2_rn(a, b);
+    unsigned u;
+    memcpy(&u, &h, 4);
+    return u;
+  }
+  static __device__ __forceinline__ float load(const void *p, size_t i) {
+    return __half2float(static_cast<const __half *>(p)[i]);
+  }
+  static __device__ __forceinline__ void store(void *p, size_t i, float v) {
+    static_cast<__half *>(p)[i] = __float2half_rn(v);
+  }
+};
+
+template <>
+struct kv_storage<__nv_bfloat16> {
+  static constexpr int N = 8;
+  using bits = unsigned short;
+  static __device__ __forceinline__ float2 pair(unsigned u) {
+    return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
+  }
+  static __device__ __forceinline__ unsigned pack(float a, float b) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    unsigned u;
+    memcpy(&u, &h, 4);
+    return u;
+  }
+  static __device__ __forceinline__ float load(const void *p, size_t i) {
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
+  }
+  static __device__ __forceinline__ void store(void *p, size_t i, float v) {
+    static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(v);
+  }
+};
+
+template <>
+struct kv_storage<float> {
+  static constexpr int N = 4;
+  using bits = unsigned;
+  static __device__ __forceinline__ float load(const void *p, size_t i) { return static_cast<const float *>(p)[i]; }
+  static __device__ __forceinline__ void store(void *p, size_t i, float v) { static_cast<float *>(p)[i] = v; }
+};
+
+/* The N floats of a 16-byte vector, and back. */
+template <class T>
+__device__ __forceinline__ void kv_unpack(const uint4 &v, float (&f)[kv_storage<T>::N]) {
+  if constexpr (kv_storage<T>::N == 4) {
+    f[0] = __uint_as_float(v.x), f[1] = __uint_as_float(v.y), f[2] = __uint_as_float(v.z), f[3] = __uint_as_float(v.w);
+  } else {
+    const unsigned u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      float2 p = kv_storage<T>::pair(u[k]);
+      f[2 * k] = p.x, f[2 * k + 1] = p.y;
+    }
+  }
+}
+
+template <class T>
+__device__ __forceinline__ uint4 kv_pack(const float (&f)[kv_storage<T>::N]) {
+  if constexpr (kv_storage<T>::N == 4) {
+    return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]), __float_as_uint(f[3]));
+  } else {
+    return make_uint4(kv_storage<T>::pack(f[0], f[1]), kv_storage<T>::pack(f[2], f[3]), kv_storage<T>::pack(f[4], f[5]),
+                      kv_storage<T>::pack(f[6], f[7]));
+  }
+}
+
+/* Streaming access to data touched once: x through the non-coherent path without L1
+ * allocation (x is never written by the kernel), y with the evict-first store. */
+__device__ __forceinline__ uint4 kv_ld_stream(const uint4 *p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+__device__ __forceinline__ void kv_st_stream(uint4 *p, const uint4 &v) {
+  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+/* Elements s .. s + N - 1 of the 2N elements of vectors a then b (0 < s < N, the same in every
+ * thread of a row): the vector of w or b that lines up with a row starting off a 16-byte
+ * boundary, from the two aligned vectors around it. Word selection by compares (no local
+ * memory), then a half-word shift for 2-byte elements. */
+template <int N>
+__device__ __forceinline__ uint4 kv_shift_vec(const uint4 &a, const uint4 &b, int s) {
+  const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  const int q = N == 8 ? s >> 1 : s; /* whole words to skip: 0..3 */
+  unsigned o[5];
+#pragma unroll
+  for (int i = 0; i < 5; i++) {
+    o[i] = q == 0 ? w[i] : q == 1 ? w[i + 1] : q == 2 ? w[i + 2] : w[i + 3];
+  }
+  if constexpr (N == 8) {
+    const unsigned sel = (s & 1) ? 0x5432u : 0x3210u;
+    return make_uint4(__byte_perm(o[0], o[1], sel), __byte_perm(o[1], o[2], sel), __byte_perm(o[2], o[3], sel),
+                      __byte_perm(o[3], o[4], sel));
+  } else {
+    return make_uint4(o[0], o[1], o[2], o[3]);
+  }
+}
+
+/* Narrow accumulators: r() rounds a float result to the accumulator type (RNE) and widens it
+ * back, as kv_acc_round() does on the host. */
+struct kv_acc_fp16 {
+  static __device__ __forceinline__ float r(float v) { return __half2float(__float2half_rn(v)); }
+};
+struct kv_acc_bf16 {
+  static __device__ __forceinline__ float r(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
+};
+
+#endif

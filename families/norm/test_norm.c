@@ -1,0 +1,223 @@
+/* test_family_norm.c - the layernorm and rmsnorm families' CPU emulation and fp64
+ * reference: constant rows (layernorm gives the bias exactly, rmsnorm a known value), a
+ * hand-computed row, fp16/bf16 accumulators rounded after every add (by hand), emulation against the reference under the default tolerance for every
+ * precision and distribution, the documented fp16-accumulator overflow on offset rows, and
+ * the |mean| >> std property: two-pass statistics stay accurate where E[x^2] - E[x]^2 in
+ * the same precision does not. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "families/testkit/family_case.h"
+#include "tests/unit/test_util.h"
+
+static const char *const precisions[] = {"fp16:fp32", "fp16:fp16", "bf16:fp32", "bf16:bf16", "fp32:fp32"};
+
+/* Constant rows c in {2, -0.5, 4, 0.25} (sums of 100 of them are exact in every type). */
+static void test_constant_rows(const char *prec) {
+  static const double cs[] = {2.0, -0.5, 4.0, 0.25};
+  char spec[96];
+  snprintf(spec, sizeof spec, "precision=%s rows=4 hidden=100", prec);
+  fcase f;
+  fcase_make(&f, &kv_family_layernorm, spec);
+  fcase_generate(&f, 5);
+  kv_dtype st = f.c.prec.storage;
+  for (size_t r = 0; r < 4; r++)
+    for (size_t j = 0; j < 100; j++) kv_store(f.in[0], r * 100 + j, st, cs[r]);
+  fcase_emulate(&f);
+  fcase_reference(&f, 0);
+  int bad = 0, bad_ref = 0;
+  for (size_t r = 0; r < 4; r++)
+    for (size_t j = 0; j < 100; j++) {
+      double b = kv_load(f.in[2], j, st);
+      bad += fcase_out(&f, r * 100 + j) != b;
+      bad_ref += f.ref[r * 100 + j] != b;
+    }
+  EXPECT(bad == 0 && bad_ref == 0, "%s layernorm of constant rows = bias: %d emulated, %d reference differ", prec,
+         bad, bad_ref);
+  fcase_free(&f);
+
+  /* rmsnorm of a row of 3s with weight 0.5 and eps 0: 3 / sqrt(9) * 0.5 = 0.5 */
+  snprintf(spec, sizeof spec, "precision=%s rows=2 hidden=16 eps=0", prec);
+  fcase_make(&f, &kv_family_rmsnorm, spec);
+  st = f.c.prec.storage;
+  for (size_t j = 0; j < 32; j++) kv_store(f.in[0], j, st, j < 16 ? 3.0 : -3.0);
+  for (size_t j = 0; j < 16; j++) kv_store(f.in[1], j, st, 0.5);
+  fcase_emulate(&f);
+  fcase_reference(&f, 0);
+  bad = bad_ref = 0;
+  for (size_t j = 0; j < 32; j++) {
+    double want = j < 16 ? 0.5 : -0.5;
+    bad += fcase_out(&f, j) != want;
+    bad_ref += fabs(f.ref[j] - want) > 1e-15;
+  }
+  EXPECT(bad == 0 && bad_ref == 0, "%s rmsnorm of +-3 rows = +-0.5: %d emulated, %d reference differ", prec, bad,
+         bad_ref);
+  fcase_free(&f);
+}
+
+/* x = 1 2 3 4, weight 2, bias 1, eps 0, by hand:
+ * layernorm: mean 2.5, var 1.25, y = 2 (x - 2.5) / sqrt(1.25) + 1;
+ * rmsnorm: mean square 7.5, y = 2 x / sqrt(7.5). */
+static void test_hand_row(int ln) {
+  static const double ln_want[] = {-1.6832815729997477, 0.10557280900008414, 1.8944271909999157,
+                                   3.6832815729997477};
+  static const double rms_want[] = {0.7302967433402214, 1.4605934866804429, 2.1908902300206643,
+                                    2.9211869733608857};
+  fcase f;
+  fcase_make(&f, ln ? &kv_family_layernorm : &kv_family_rmsnorm, "precision=fp32:fp32 rows=1 hidden=4 eps=0");
+  for (size_t j = 0; j < 4; j++) {
+    kv_store(f.in[0], j, KV_FP32, (double)j + 1);
+    kv_store(f.in[1], j, KV_FP32, 2.0);
+    if (ln) kv_store(f.in[2], j, KV_FP32, 1.0);
+  }
+  fcase_emulate(&f);
+  fcase_reference(&f, 0);
+  const double *want = ln ? ln_want : rms_want;
+  for (size_t j = 0; j < 4; j++) {
+    EXPECT(fabs(f.ref[j] - want[j]) <= 1e-15 * fabs(want[j]), "%s reference y[%zu] = %.17g, want %.17g",
+           ln ? "layernorm" : "rmsnorm", j, f.ref[j], want[j]);
+    EXPECT(fabs(fcase_out(&f, j) - want[j]) <= 4e-7 * fabs(want[j]), "%s fp32 emulation y[%zu] = %.9g, want %.9g",
+           ln ? "layernorm" : "rmsnorm", j, fcase_out(&f, j), want[j]);
+  }
+  fcase_free(&f);
+}
+
+/* One row of 4 through the emulation (weight 1, bias 0, eps 0); y into out[4]. */
+static void small_row(const kv_family *fam, const char *prec, const double *x, double *out) {
+  char spec[96];
+  snprintf(spec, sizeof spec, "precision=%s rows=1 hidden=4 eps=0", prec);
+  fcase f;
+  fcase_make(&f, fam, spec);
+  kv_dtype st = f.c.prec.storage;
+  for (size_t j = 0; j < 4; j++) {
+    kv_store(f.in[0], j, st, x[j]);
+    kv_store(f.in[1], j, st, 1.0);
+  }
+  fcase_emulate(&f);
+  for (size_t j = 0; j < 4; j++) out[j] = fcase_out(&f, j);
+  fcase_free(&f);
+}
+
+/* The statistics round to a 16-bit accumulator after every add, by hand:
+ * rmsnorm fp16:fp16, x = 48 1 1 1: 2304 + 1 = 2305 rounds to 2304 (spacing 2) three times,
+ *   mean square 576, rstd 1/24 (fp32 accumulation: 2307 / 4);
+ * layernorm bf16:bf16, x = 256 1 1 0: 257 rounds to 256 (spacing 2) twice, mean 64;
+ *   d = 192 -63 -63 -64; q: 36864, 36864 + 3969 -> 40960, + 3969 -> 45056, + 4096 = 49152
+ *   (spacing 256), var 12288. */
+static void test_accumulator_rounding(void) {
+  const double xr[4] = {48, 1, 1, 1}, xl[4] = {256, 1, 1, 0};
+  double y[4];
+  small_row(&kv_family_rmsnorm, "fp16:fp16", xr, y);
+  for (int j = 0; j < 4; j++) {
+    float rstd = 1.0f / sqrtf(2304.0f / 4.0f);
+    EXPECT(y[j] == kv_round_f64((double)((float)xr[j] * rstd), KV_FP16), "rmsnorm fp16 acc y[%d] = %.6g", j, y[j]);
+  }
+  small_row(&kv_family_rmsnorm, "fp16:fp32", xr, y);
+  EXPECT(y[0] == kv_round_f64((double)(48.0f * (1.0f / sqrtf(2307.0f / 4.0f))), KV_FP16) && y[0] != 2.0,
+         "rmsnorm fp32 acc y[0] = %.6g", y[0]);
+  small_row(&kv_family_layernorm, "bf16:bf16", xl, y);
+  for (int j = 0; j < 4; j++) {
+    float rstd = 1.0f / sqrtf(12288.0f);
+    EXPECT(y[j] == kv_round_f64((double)(((float)xl[j] - 64.0f) * rstd), KV_BF16), "layernorm bf16 acc y[%d] = %.6g",
+           j, y[j]);
+  }
+}
+
+static void test_emulation_vs_reference(void) {
+  static const char *const dists[] = {"normal", "uniform", "offset"};
+  static const int hiddens[] = {1, 100, 1000};
+  for (int fam = 0; fam < 2; fam++)
+    for (int p = 0; p < 5; p++)
+      for (int d = 0; d < 3; d++)
+        for (int h = 0; h < 3; h++) {
+          int low_acc = strcmp(precisions[p] + 5, "fp32") != 0;
+          if (low_acc && d == 2 && hiddens[h] > 1) continue; /* see test_low_precision_offset */
+          char spec[128];
+          snprintf(spec, sizeof spec, "precision=%s dist=%s rows=8 hidden=%d", precisions[p], dists[d], hiddens[h]);
+          fcase f;
+          fcase_make(&f, fam ? &kv_family_rmsnorm : &kv_family_layernorm, spec);
+          fcase_generate(&f, 7);
+          fcase_emulate(&f);
+          fcase_reference(&f, 0);
+          double ratio = fcase_bound_ratio(&f);
+          EXPECT(ratio <= 1.0, "%s %s: max err / bound = %g", fam ? "rmsnorm" : "layernorm", spec, ratio);
+          fcase_free(&f);
+        }
+}
+
+/* Offset rows (100 + N(0,1), 1000 wide) with an fp16 accumulator: the layernorm sum passes
+ * 65504 and the output is not finite; the rmsnorm sum of squares overflows, rstd becomes 0
+ * and the output fails the tolerance. */
+static void test_low_precision_offset(void) {
+  fcase f;
+  fcase_make(&f, &kv_family_layernorm, "precision=fp16:fp16 dist=offset rows=4 hidden=1000");
+  fcase_generate(&f, 3);
+  fcase_emulate(&f);
+  EXPECT(!isfinite(fcase_out(&f, 0)), "fp16-accumulated layernorm of offset rows: y[0] = %g", fcase_out(&f, 0));
+  fcase_free(&f);
+  fcase_make(&f, &kv_family_rmsnorm, "precision=fp16:fp16 dist=offset rows=4 hidden=1000");
+  fcase_generate(&f, 3);
+  fcase_emulate(&f);
+  fcase_reference(&f, 0);
+  EXPECT(fcase_out(&f, 0) == 0.0 && fcase_bound_ratio(&f) > 1.0,
+         "fp16-accumulated rmsnorm of offset rows: y[0] = %g, ratio %g", fcase_out(&f, 0), fcase_bound_ratio(&f));
+  fcase_free(&f);
+}
+
+/* Rows 1e4 + N(0,1) in fp32: the emulation's two-pass statistics against the one-pass
+ * E[x^2] - E[x]^2 evaluated in the same fp32 arithmetic, both against the fp64 reference. */
+static void test_large_mean(void) {
+  const size_t rows = 16, n = 1024;
+  fcase f;
+  fcase_make(&f, &kv_family_layernorm, "precision=fp32:fp32 rows=16 hidden=1024");
+  kv_tensor_spec x = f.t.in[0];
+  x.offset = 1e4;
+  double err[5], naive_err[5];
+  for (int s = 0; s < 5; s++) {
+    fcase_generate(&f, 40 + (uint64_t)s);
+    kv_generate_host(&x, kv_stream_key(40 + (uint64_t)s, 99, 0), f.in[0]);
+    fcase_emulate(&f);
+    fcase_reference(&f, 0);
+    EXPECT(fcase_bound_ratio(&f) <= 1.0, "seed %d: within tolerance (ratio %g)", s, fcase_bound_ratio(&f));
+    const float *xv = f.in[0], *w = f.in[1], *b = f.in[2];
+    err[s] = naive_err[s] = 0.0;
+    for (size_t r = 0; r < rows; r++) {
+      float s1 = 0.0f, s2 = 0.0f;
+      for (size_t j = 0; j < n; j++) {
+        s1 += xv[r * n + j];
+        s2 += xv[r * n + j] * xv[r * n + j];
+      }
+      float mean = s1 / (float)n, var = s2 / (float)n - mean * mean;
+      float rstd = 1.0f / sqrtf(fmaxf(var, 0.0f) + 1e-5f);
+      for (size_t j = 0; j < n; j++) {
+        size_t i = r * n + j;
+        double naive = ((xv[i] - mean) * rstd) * w[j] + b[j];
+        err[s] = fmax(err[s], fabs(fcase_out(&f, i) - f.ref[i]));
+        naive_err[s] = fmax(naive_err[s], isfinite(naive) ? fabs(naive - f.ref[i]) : INFINITY);
+      }
+    }
+  }
+  double e = median_of(err, 5), ne = median_of(naive_err, 5);
+  printf("|mean|/std = 1e4, fp32: two-pass max |err| %.3e, one-pass E[x^2]-E[x]^2 %.3e\n", e, ne);
+  EXPECT(e < 0.05, "two-pass layernorm stays accurate: max |err| %g", e);
+  EXPECT(ne > 20.0 * e, "the one-pass formula is much worse (%g vs %g)", ne, e);
+  fcase_free(&f);
+}
+
+int main(void) {
+  TEST("constant rows: layernorm = bias, rmsnorm = known value, every precision");
+  for (int p = 0; p < 5; p++) test_constant_rows(precisions[p]);
+  TEST("hand-computed rows");
+  test_hand_row(1);
+  test_hand_row(0);
+  TEST("statistics rounded to a 16-bit accumulator after every add");
+  test_accumulator_rounding();
+  TEST("emulation vs fp64 reference within the default tolerance");
+  test_emulation_vs_reference();
+  TEST("fp16 accumulation overflows on offset rows");
+  test_low_precision_offset();
+  TEST("|mean| >> std: two-pass statistics stay accurate");
+  test_large_mean();
+  return TEST_RETURN();
+}

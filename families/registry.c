@@ -1,0 +1,81 @@
+/* family.c - the kernel-family registry (one line per family) and lookups of axes,
+ * parameters and case values by name. */
+#include "family.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "families/families.h"
+#include "input/plan.h"
+
+const kv_family *const kv_families[] = {
+    &kv_family_fa2,
+    &kv_family_gemm,
+    &kv_family_layernorm,
+    &kv_family_rmsnorm,
+    NULL,
+};
+
+const kv_family *kv_family_find(const char *name, int *index) {
+  for (int i = 0; kv_families[i]; i++)
+    if (strcmp(kv_families[i]->name, name) == 0) {
+      if (index) *index = i;
+      return kv_families[i];
+    }
+  return NULL;
+}
+
+int kv_family_count(void) {
+  int n = 0;
+  while (kv_families[n]) n++;
+  return n;
+}
+
+int kv_family_axis_index(const kv_family *f, const char *axis) {
+  for (int i = 0; f->axes[i].name; i++)
+    if (strcmp(f->axes[i].name, axis) == 0) return i;
+  return -1;
+}
+
+int kv_family_n_axes(const kv_family *f) {
+  int n = 0;
+  while (f->axes[n].name) n++;
+  return n;
+}
+
+int kv_family_n_params(const kv_family *f) {
+  int n = 0;
+  if (f->params)
+    while (f->params[n].name) n++;
+  return n;
+}
+
+double kv_case_param(const kv_case *c, const char *name) {
+  const kv_family *f = c->fp->family;
+  for (int i = 0; f->params && f->params[i].name; i++)
+    if (strcmp(f->params[i].name, name) == 0) return c->fp->param[i];
+  KV_FATAL("family %s has no parameter '%s'", f->name, name);
+}
+
+static int axis_or_die(const kv_case *c, const char *axis, kv_axis_type type) {
+  const kv_family *f = c->fp->family;
+  int i = kv_family_axis_index(f, axis);
+  if (i < 0 || f->axes[i].type != type)
+    KV_FATAL("family %s has no %s axis '%s'", f->name, type == KV_AXIS_INT ? "integer" : "string", axis);
+  return i;
+}
+
+long long kv_case_int(const kv_case *c, const char *axis) { return c->ival[axis_or_die(c, axis, KV_AXIS_INT)]; }
+
+const char *kv_case_str(const kv_case *c, const char *axis) { return c->sval[axis_or_die(c, axis, KV_AXIS_STR)]; }
+
+void kv_case_describe(const kv_case *c, char *buf, size_t n) {
+  const kv_family *f = c->fp->family;
+  size_t used = (size_t)snprintf(buf, n, "%s[cell %zu]", f->name, c->cell);
+  for (int a = 0; f->axes[a].name && used < n; a++) {
+    if (c->sval[a])
+      used += (size_t)snprintf(buf + used, n - used, " %s=%s", f->axes[a].name, c->sval[a]);
+    else
+      used += (size_t)snprintf(buf + used, n - used, " %s=%lld", f->axes[a].name, c->ival[a]);
+  }
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# h200_run.sh - the integrated kval run on a GPU node, in one device call with a deadline:
+# Autotools build, `make check` (GPU tests, spill check, sanitizer, CPU tests), then
+# inputs/fleet.deck on every GPU in fleet mode (distinct UUIDs, fingerprints must agree),
+# the same with an injected bitflip on the last rank (kval and kval-analyze fleet must name
+# it), and inputs/default.deck on one GPU until the deadline (a SIGTERM at the deadline
+# leaves a resumable file). Logs and files go to $OUT; a short table is printed last.
+#   bash jobs/h200_run.sh [SECONDS]      (default 560)
+# KVAL_RUN_CHECK=0 leaves out `make check` (a fleet re-check on another node kind).
+set -uo pipefail
+budget=${1:-560}
+start=$(date +%s)
+OUT=${OUT:-/tmp/kval-out}
+L="$OUT/logs"
+mkdir -p "$L"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+top=$(pwd)
+export PYTHONPATH="$top/analysis${PYTHONPATH:+:$PYTHONPATH}"
+left() { echo $((budget - ($(date +%s) - start))); }
+step() { echo "== $(date -u +%T) (+$(($(date +%s) - start)) s) $*"; }
+finish() {
+  tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$L"
+  echo "== table"
+  cat "$OUT/table.txt" 2>/dev/null
+}
+trap finish EXIT
+table() { echo "$*" >> "$OUT/table.txt"; }
+
+ngpu=$(nvidia-smi -L | grep -c '^GPU')
+nvidia-smi --query-gpu=index,name,uuid,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$L/gpus.csv"
+table "GPUs: $ngpu ($(sed -n 2p "$L/gpus.csv" | cut -d, -f2))"
+
+step build
+(./bootstrap && mkdir -p build && cd build && ../configure && make -j16) > "$L/build.log" 2>&1 ||
+  { tail -n 60 "$L/build.log"; table "build: FAILED"; exit 1; }
+grep -A7 'configured:' "$L/build.log"
+table "build: ok in $(($(date +%s) - start)) s"
+K="$top/build/src/kval"
+
+if [ "${KVAL_RUN_CHECK:-1}" = 1 ]; then
+  step make check
+  (cd build && timeout -s TERM $(( $(left) - 330 )) make -j12 check) > "$L/check.log" 2>&1
+  grep -E '^(PASS|FAIL|SKIP|ERROR):' "$L/check.log"
+  cp build/test-suite.log "$L/" 2>/dev/null
+  for f in build/tests/gpu/*.log build/tests/sanitizer.log build/tests/check_spills.log build/bench/*.log; do
+    [ -f "$f" ] && cp "$f" "$L/$(echo "$f" | tr / _)"
+  done
+  table "make check: $(sed -n 's/^# PASS: *//p' build/test-suite.log) pass, $(sed -n 's/^# FAIL: *//p' build/test-suite.log) fail, $(sed -n 's/^# SKIP: *//p' build/test-suite.log) skip"
+fi
+
+step "fleet.deck on $ngpu GPUs (fleet mode)"
+timeout -s TERM 120 mpirun -np "$ngpu" "$K" inputs/fleet.deck -o "$OUT/fleet.h5" > "$L/fleet.log" 2>&1
+code=$?
+tail -n 3 "$L/fleet.log"
+python3 tests/system/check_layout.py "$OUT/fleet.h5" --nranks "$ngpu" --expect-run > "$L/fleet_layout.log" 2>&1 && lay=ok || lay=FAILED
+uuids=$(python3 -c "import h5py,sys; f=h5py.File(sys.argv[1]); u=[x.decode() if isinstance(x,bytes) else x for x in f['ranks/uuid'][:]]; print(len(set(u)), 'distinct of', len(u))" "$OUT/fleet.h5" 2>&1)
+python3 -m kval_analysis fleet "$OUT/fleet.h5" > "$L/fleet_analysis.txt" 2>&1; acode=$?
+table "fleet.deck x$ngpu: exit $code, layout $lay, UUIDs $uuids, kval-analyze fleet exit $acode ($(grep -c MISMATCH "$L/fleet.log") mismatches)"
+
+step "injected bitflip on rank $((ngpu - 1))"
+timeout -s TERM 60 mpirun -np "$ngpu" "$K" --only layernorm,gemm --set "gemm.shape=4096x4096x4096" \
+  --inject "bitflip@$((ngpu - 1)):0" inputs/fleet.deck -o "$OUT/flip.h5" > "$L/flip.log" 2>&1
+code=$?
+python3 -m kval_analysis fleet "$OUT/flip.h5" > "$L/flip_analysis.txt" 2>&1; acode=$?
+named=$(grep -c "FINGERPRINT MISMATCH.*rank $((ngpu - 1))" "$L/flip.log")
+table "bitflip@$((ngpu - 1)): kval exit $code (1 expected), mismatch lines naming rank $((ngpu - 1)): $named, kval-analyze fleet exit $acode (1 expected)"
+
+step "default.deck on 1 GPU until the deadline"
+t=$(( $(left) - 25 ))
+t0=$(date +%s)
+CUDA_VISIBLE_DEVICES=0 timeout -s TERM "$t" mpirun -np 1 "$K" inputs/default.deck -o "$OUT/default.h5" > "$L/default.log" 2>&1
+code=$?
+tail -n 4 "$L/default.log"
+table "default.deck x1: exit $code after $(( $(date +%s) - t0 )) s ($(grep -E 'passed,' "$L/default.log" | tail -n1))"
+python3 - "$OUT/default.h5" >> "$OUT/table.txt" 2>&1 <<'PY'
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+names = ["not_run", "pass", "fail_tol", "fail_nonfin", "skipped", "error"]
+for fam in ("fa2", "gemm", "layernorm", "rmsnorm"):
+    if fam not in f: continue
+    g = f[fam]; st = g["status"][...]
+    counts = {names[i]: int((st == i).sum()) for i in range(6) if (st == i).any()}
+    tf = g["tflops"][...]; gb = g["gbps"][...]; rf = g["ref_seconds"][...]; tm = g["time_median"][...]
+    print(f"{fam:9s} {counts}  max TFLOP/s {np.nanmax(tf) if np.isfinite(tf).any() else float('nan'):.1f}"
+          f"  max GB/s {np.nanmax(gb) if np.isfinite(gb).any() else float('nan'):.0f}"
+          f"  worst bound ratio {np.nanmax(g['max_bound_ratio'][...]) if np.isfinite(g['max_bound_ratio'][...]).any() else float('nan'):.3f}"
+          f"  ref s {np.nansum(rf):.1f}  kernel s {np.nansum(tm * g['reps'][...].clip(0)):.1f}")
+PY
+python3 -m kval_analysis report "$OUT/default.h5" -o "$OUT/report" > "$L/report.log" 2>&1 &&
+  tar czf "$OUT/report.tgz" -C "$OUT" report && rm -rf "$OUT/report"
+exit 0

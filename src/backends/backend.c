@@ -1,0 +1,59 @@
+/* backend.c - the backend registry (NULL-terminated, IOR aiori style), selection of
+ * "auto", the reference-row sampling shared by backends, and kv_case_data cleanup. */
+#include "backends/backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "family_cuda.h"
+
+extern const kv_backend kv_backend_cpu;
+
+const kv_backend *const kv_backends[] = {
+#ifdef HAVE_CUDA
+    &kv_backend_cuda,
+#endif
+    &kv_backend_cpu,
+    NULL,
+};
+
+const kv_backend *kv_backend_find(const char *name) {
+  for (int i = 0; kv_backends[i]; i++)
+    if (strcmp(kv_backends[i]->name, name) == 0) return kv_backends[i];
+  return NULL;
+}
+
+const kv_backend *kv_backend_select(const char *name) {
+  if (strcmp(name, "auto") != 0) return kv_backend_find(name);
+  for (int i = 0; kv_backends[i]; i++)
+    if (kv_backends[i]->available()) return kv_backends[i];
+  return NULL;
+}
+
+size_t kv_reference_rows(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, size_t **rows) {
+  (void)c;
+  *rows = NULL;
+  size_t n = (size_t)rs->sample_rows;
+  if (cost->ref_flops <= rs->cpu_ref_budget || cost->rows <= n || n < 2) return cost->rows;
+  size_t *r = KV_MALLOC(n * sizeof *r);
+  if (!r) return 0;
+  /* Evenly spaced rows, first and last included, so leading and trailing tiles (and the
+   * causal diagonal at both ends) are always covered. */
+  for (size_t i = 0; i < n; i++) r[i] = (size_t)((double)i * (double)(cost->rows - 1) / (double)(n - 1) + 0.5);
+  *rows = r;
+  return n;
+}
+
+void kv_case_data_free(kv_case_data *d) {
+  free(d->out);
+  free(d->aux);
+  free(d->rows);
+  free(d->ref);
+  free(d->mag);
+  free(d->aux_ref);
+  free(d->times);
+  memset(d, 0, sizeof *d);
+}

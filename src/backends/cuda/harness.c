@@ -1,0 +1,90 @@
+/* cuda_harness.c - the timing harness of the cuda backend: warm-up launches, then timed
+ * repetitions with a CUDA event pair around each launch; between repetitions (outside the
+ * timed region) a memset of a buffer twice the L2 size evicts the inputs and outputs from
+ * L2 unless the deck asks for warm timing. The loop stops when the relative standard error
+ * of the median reaches the target (after min_reps), at max_reps, or when time_cap seconds
+ * of wall time have passed. NVML telemetry is read after the warm-up, every 0.25 s during
+ * the loop and after it: lowest and highest SM clock, memory clock, temperature, power,
+ * OR of the throttle reasons, and a flag when the SM clock fell below 75% of its maximum. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "backends/cuda/context.h"
+#include "core/cuda_check.cuh"
+#include "backends/cuda/nvml.h"
+#include "core/timing.h"
+
+#define TELEMETRY_INTERVAL 0.25 /* seconds between NVML readings inside the loop */
+
+static void telemetry_start(kv_case_data *d) {
+  d->sm_clock_min = d->sm_clock_max = d->mem_clock = d->temperature = d->power = NAN;
+  d->throttle_reasons = 0;
+  d->clock_flag = 0;
+}
+
+static void telemetry_read(const kv_cuda_ctx *ctx, kv_case_data *d) {
+  kv_nvml_sample s;
+  kv_nvml_read(&s);
+  if (!isnan(s.sm_clock)) {
+    if (isnan(d->sm_clock_min) || s.sm_clock < d->sm_clock_min) d->sm_clock_min = s.sm_clock;
+    if (isnan(d->sm_clock_max) || s.sm_clock > d->sm_clock_max) d->sm_clock_max = s.sm_clock;
+    if (!isnan(ctx->max_sm_clock) && s.sm_clock < 0.75 * ctx->max_sm_clock) d->clock_flag = 1;
+  }
+  if (!isnan(s.mem_clock)) d->mem_clock = s.mem_clock;
+  if (!isnan(s.temperature)) d->temperature = s.temperature;
+  if (!isnan(s.power)) d->power = s.power;
+  if (s.have_throttle) d->throttle_reasons |= s.throttle_reasons;
+}
+
+/* One timed repetition: flush (untimed), event, launch, event, wait. */
+static kv_status time_once(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const kv_case *c, void *const *d_in,
+                           void *const *d_out, int flush, cudaEvent_t e0, cudaEvent_t e1, double *seconds) {
+  if (flush) KV_TRY(CHECK_CUDA(cudaMemsetAsync(ctx->flush, 0x5a, ctx->flush_bytes, ctx->stream)));
+  KV_TRY(CHECK_CUDA(cudaEventRecord(e0, ctx->stream)));
+  KV_TRY(cf->launch(c, d_in, d_out, ctx->stream));
+  KV_TRY(CHECK_CUDA(cudaEventRecord(e1, ctx->stream)));
+  KV_TRY(CHECK_CUDA(cudaEventSynchronize(e1)));
+  float ms = 0.0f;
+  KV_TRY(CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1)));
+  *seconds = 1e-3 * (double)ms;
+  return KV_OK;
+}
+
+static kv_status repeat(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const kv_case *c, void *const *d_in,
+                        void *const *d_out, const kv_run_settings *rs, cudaEvent_t e0, cudaEvent_t e1,
+                        kv_case_data *d) {
+  for (int i = 0; i < rs->warmup; i++) KV_TRY(cf->launch(c, d_in, d_out, ctx->stream));
+  KV_TRY(CHECK_CUDA(cudaStreamSynchronize(ctx->stream)));
+  telemetry_read(ctx, d);
+  const int max_reps = rs->max_reps > 0 ? rs->max_reps : 1;
+  d->times = KV_MALLOC((size_t)max_reps * sizeof *d->times);
+  KV_TRY(CHECK_ALLOC(d->times));
+  d->n_times = 0;
+  const double start = kv_wtime();
+  double last_reading = start;
+  while (d->n_times < max_reps) {
+    KV_TRY(time_once(ctx, cf, c, d_in, d_out, rs->l2_flush, e0, e1, &d->times[d->n_times]));
+    d->n_times++;
+    const double now = kv_wtime();
+    if (now - last_reading >= TELEMETRY_INTERVAL) {
+      telemetry_read(ctx, d);
+      last_reading = now;
+    }
+    if (now - start >= rs->time_cap) break;
+    if (d->n_times >= rs->min_reps && kv_timing_median_rse(d->times, d->n_times) <= rs->rse_target) break;
+  }
+  telemetry_read(ctx, d);
+  return KV_OK;
+}
+
+kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const kv_case *c, void *const *d_in,
+                            void *const *d_out, const kv_run_settings *rs, kv_case_data *d) {
+  telemetry_start(d);
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  kv_status st = CHECK_CUDA(cudaEventCreate(&e0));
+  if (st == KV_OK) st = CHECK_CUDA(cudaEventCreate(&e1));
+  if (st == KV_OK) st = repeat(ctx, cf, c, d_in, d_out, rs, e0, e1, d);
+  if (e0 && CHECK_CUDA(cudaEventDestroy(e0)) != KV_OK) st = KV_ERR;
+  if (e1 && CHECK_CUDA(cudaEventDestroy(e1)) != KV_OK) st = KV_ERR;
+  return st;
+}

@@ -1,7 +1,0 @@
-/* fa2_wgmma_d64.cu - the head-dim-64 instantiations of kval-wgmma, the Hopper FlashAttention-2
- * forward kernel: fp16 and bf16 storage with fp32 accumulation, causal and not (one file per
- * head dim so make -j compiles them in parallel). */
-#include "cuda/fa2_wgmma.cuh"
-
-KV_FA2_WGMMA_INSTANTIATE(64, KV_FA2_FP16)
-KV_FA2_WGMMA_INSTANTIATE(64, KV_FA2_BF16)

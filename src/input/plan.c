@@ -1,0 +1,529 @@
+/* plan.c - the sweep plan: deck sections and keys checked against the family registry,
+ * axis values and parameters parsed and range-checked, [run] settings, and each selected
+ * family's dense grid expanded into cases (row-major cells, skipped ones with a reason).
+ * Rank assignment and --dry-run printing are in plan_assign.c. */
+#include "input/plan.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "numerics/rng.h"
+
+/* Cells of one family's grid: a million kernel runs is far beyond any job, and expanding the
+ * grid (validity, cost) stays well under a second. */
+#define PLAN_MAX_CELLS 1000000ULL
+#define LIST_LEN 512               /* room for "one of: ..." lists in messages */
+
+/* Keys of the [run] section. */
+typedef enum { RUN_U64, RUN_INT, RUN_DOUBLE, RUN_FLUSH } run_kind;
+typedef struct {
+  const char *name;
+  run_kind kind;
+  size_t offset; /* into kv_run_settings */
+  double min, max;
+} run_key;
+
+static const run_key run_keys[] = {
+    {"seed", RUN_U64, offsetof(kv_run_settings, seed), 0, 0},
+    {"warmup", RUN_INT, offsetof(kv_run_settings, warmup), 0, 1e6},
+    {"min_reps", RUN_INT, offsetof(kv_run_settings, min_reps), 1, 1e7},
+    {"max_reps", RUN_INT, offsetof(kv_run_settings, max_reps), 1, 1e7},
+    {"rse_target", RUN_DOUBLE, offsetof(kv_run_settings, rse_target), 0, 1},
+    {"time_cap", RUN_DOUBLE, offsetof(kv_run_settings, time_cap), 0, 3600},
+    {"l2_flush", RUN_FLUSH, offsetof(kv_run_settings, l2_flush), 0, 0},
+    {"cpu_ref_budget", RUN_DOUBLE, offsetof(kv_run_settings, cpu_ref_budget), 0, 1e18},
+    {"sample_rows", RUN_INT, offsetof(kv_run_settings, sample_rows), 2, 1e9},
+    {"tol_c1", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.c1), 0, 1e9},
+    {"tol_c2", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.c2), 0, 1e9},
+    {"tol_abs_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.abs_floor), 0, 1e30},
+    {"tol_rel_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.rel_floor), 0, 1e30},
+    {"flush_interval", RUN_DOUBLE, offsetof(kv_run_settings, flush_interval), 0, 86400},
+};
+#define N_RUN_KEYS (int)(sizeof run_keys / sizeof run_keys[0])
+#define N_TOL_KEYS 4
+
+static const kv_run_settings run_defaults = {
+    .seed = 1, .warmup = 2, .min_reps = 5, .max_reps = 200, .rse_target = 0.005, .time_cap = 1.0,
+    .l2_flush = 1, .cpu_ref_budget = 2e9, .sample_rows = 64, .flush_interval = 2.0};
+
+/* "FILE:LINE:COL: error: WHAT (got 'TOKEN'; expected VALID)"; line 0 drops LINE:COL. */
+static int plan_err(char *err, size_t errlen, const char *file, int line, int col, const char *got,
+                    const char *expected, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+static int plan_err(char *err, size_t errlen, const char *file, int line, int col, const char *got,
+                    const char *expected, const char *fmt, ...) {
+  char what[512], where[300];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  if (line > 0) snprintf(where, sizeof where, "%s:%d:%d", file, line, col);
+  else snprintf(where, sizeof where, "%s", file);
+  snprintf(err, errlen, "%s: error: %s (got '%.80s'; expected %s)", where, what, got, expected);
+  return -1;
+}
+
+static int tok_err(char *err, size_t errlen, const kv_deck_entry *en, const kv_token *t, const char *expected,
+                   const char *what) {
+  return plan_err(err, errlen, en->file, t->line, t->col, t->text, expected, "%s of %s.%s", what, en->section,
+                  en->key);
+}
+
+static void list_append(char *buf, size_t len, const char *item) {
+  size_t used = strlen(buf);
+  snprintf(buf + used, len - used, "%s%s", used ? ", " : "", item);
+}
+
+static void family_names(char *buf, size_t len, int brackets, int with_run) {
+  buf[0] = '\0';
+  for (int i = 0; kv_families[i]; i++) {
+    char item[80];
+    snprintf(item, sizeof item, brackets ? "[%s]" : "%s", kv_families[i]->name);
+    list_append(buf, len, item);
+  }
+  if (with_run) list_append(buf, len, "[run]");
+}
+
+static char *copy_str(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *t = KV_MALLOC(n);
+  if (t) memcpy(t, s, n);
+  return t;
+}
+
+static int n_axes_of(const kv_family *f) {
+  int n = 0;
+  while (f->axes[n].name) n++;
+  return n;
+}
+static int n_params_of(const kv_family *f) {
+  int n = 0;
+  while (f->params && f->params[n].name) n++;
+  return n;
+}
+
+/* Every section is a family or [run], and every key is one of its section's keys. */
+static int check_names(const kv_deck *d, char *err, size_t errlen) {
+  char list[LIST_LEN];
+  for (int i = 0; i < d->n_sections; i++) {
+    const kv_deck_section *s = &d->sections[i];
+    if (strcmp(s->name, "run") != 0 && !kv_family_find(s->name, NULL)) {
+      family_names(list, sizeof list, 1, 1);
+      char expected[LIST_LEN + 16];
+      snprintf(expected, sizeof expected, "one of %s", list);
+      return plan_err(err, errlen, s->file, s->line, s->col, s->name, expected, "unknown section [%s]", s->name);
+    }
+  }
+  for (int i = 0; i < d->n_entries; i++) {
+    const kv_deck_entry *en = &d->entries[i];
+    list[0] = '\0';
+    int known = 0;
+    if (strcmp(en->section, "run") == 0) {
+      for (int k = 0; k < N_RUN_KEYS; k++) {
+        known |= strcmp(en->key, run_keys[k].name) == 0;
+        list_append(list, sizeof list, run_keys[k].name);
+      }
+    } else {
+      const kv_family *f = kv_family_find(en->section, NULL);
+      for (int k = 0; f->axes[k].name; k++) {
+        known |= strcmp(en->key, f->axes[k].name) == 0;
+        list_append(list, sizeof list, f->axes[k].name);
+      }
+      for (int k = 0; f->params && f->params[k].name; k++) {
+        known |= strcmp(en->key, f->params[k].name) == 0;
+        list_append(list, sizeof list, f->params[k].name);
+      }
+    }
+    if (!known) {
+      char expected[LIST_LEN + 16];
+      snprintf(expected, sizeof expected, "one of %s", list);
+      return plan_err(err, errlen, en->file, en->line, en->col, en->key, expected, "unknown key '%s' in [%s]",
+                      en->key, en->section);
+    }
+  }
+  return 0;
+}
+
+static int one_value(const kv_deck_entry *en, const char *expected, char *err, size_t errlen) {
+  if (en->n_values == 1) return 0;
+  return plan_err(err, errlen, en->file, en->values[1].line, en->values[1].col, en->values[1].text, expected,
+                  "%s.%s takes a single value, not %d", en->section, en->key, en->n_values);
+}
+
+/* A whole token as a number: 0 on success. */
+static int to_double(const char *s, double *v) {
+  char *end;
+  errno = 0;
+  *v = strtod(s, &end);
+  return *s && !*end && errno != ERANGE && isfinite(*v) ? 0 : -1;
+}
+static int to_ll(const char *s, long long *v) {
+  char *end;
+  errno = 0;
+  *v = strtoll(s, &end, 10);
+  return *s && !*end && errno != ERANGE ? 0 : -1;
+}
+static int to_u64(const char *s, uint64_t *v) {
+  char *end;
+  if (*s < '0' || *s > '9') return -1;
+  errno = 0;
+  unsigned long long x = strtoull(s, &end, 10);
+  *v = x;
+  return !*end && errno != ERANGE ? 0 : -1;
+}
+
+static int run_settings(const kv_deck *d, int have_seed, uint64_t seed, kv_run_settings *rs, char *err,
+                        size_t errlen) {
+  *rs = run_defaults;
+  const kv_deck_entry *tol[N_TOL_KEYS] = {0};
+  int n_tol = 0;
+  for (int k = 0; k < N_RUN_KEYS; k++) {
+    const run_key *rk = &run_keys[k];
+    const kv_deck_entry *en = kv_deck_find(d, "run", rk->name);
+    if (!en) continue;
+    if (strncmp(rk->name, "tol_", 4) == 0) tol[n_tol++] = en;
+    char expected[128];
+    void *field = (char *)rs + rk->offset;
+    const kv_token *t = &en->values[0];
+    if (rk->kind == RUN_U64) {
+      snprintf(expected, sizeof expected, "a decimal integer in 0..18446744073709551615");
+      if (one_value(en, expected, err, errlen)) return -1;
+      if (to_u64(t->text, (uint64_t *)field)) return tok_err(err, errlen, en, t, expected, "invalid value");
+    } else if (rk->kind == RUN_INT) {
+      long long v = 0;
+      snprintf(expected, sizeof expected, "an integer in %.0f..%.0f", rk->min, rk->max);
+      if (one_value(en, expected, err, errlen)) return -1;
+      if (to_ll(t->text, &v) || v < rk->min || v > rk->max) return tok_err(err, errlen, en, t, expected, "invalid value");
+      *(int *)field = (int)v;
+    } else if (rk->kind == RUN_DOUBLE) {
+      double v = 0;
+      snprintf(expected, sizeof expected, "a number in %g..%g", rk->min, rk->max);
+      if (one_value(en, expected, err, errlen)) return -1;
+      if (to_double(t->text, &v) || v < rk->min || v > rk->max)
+        return tok_err(err, errlen, en, t, expected, "invalid value");
+      *(double *)field = v;
+    } else {
+      snprintf(expected, sizeof expected, "flush or warm");
+      if (one_value(en, expected, err, errlen)) return -1;
+      if (strcmp(t->text, "flush") != 0 && strcmp(t->text, "warm") != 0)
+        return tok_err(err, errlen, en, t, expected, "invalid value");
+      *(int *)field = strcmp(t->text, "flush") == 0;
+    }
+  }
+  if (rs->max_reps < rs->min_reps) {
+    const kv_deck_entry *en = kv_deck_find(d, "run", "max_reps");
+    if (!en) en = kv_deck_find(d, "run", "min_reps");
+    char expected[64];
+    snprintf(expected, sizeof expected, "max_reps >= min_reps (%d)", rs->min_reps);
+    return tok_err(err, errlen, en, &en->values[0], expected, "max_reps below min_reps");
+  }
+  if (n_tol > 0 && n_tol < N_TOL_KEYS)
+    return plan_err(err, errlen, tol[0]->file, tol[0]->line, tol[0]->col, tol[0]->key,
+                    "all four of tol_c1, tol_c2, tol_abs_floor, tol_rel_floor",
+                    "[run] tolerance override is incomplete: %d of the 4 tol_* keys given", n_tol);
+  rs->has_tol_override = n_tol == N_TOL_KEYS;
+  if (have_seed) rs->seed = seed;
+  return 0;
+}
+
+/* Mark the families the plan runs: those of --only, else every family section of the deck. */
+static int select_families(const kv_deck *d, const char *only, int *selected, char *err, size_t errlen) {
+  char list[LIST_LEN];
+  int n = 0;
+  if (only) {
+    family_names(list, sizeof list, 0, 0);
+    char expected[LIST_LEN + 64];
+    snprintf(expected, sizeof expected, "a comma-separated list of: %s", list);
+    const char *s = only;
+    for (;;) {
+      const char *comma = strchr(s, ',');
+      size_t len = comma ? (size_t)(comma - s) : strlen(s);
+      char name[64];
+      snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), s);
+      int idx = -1;
+      if (len == 0 || len > 63 || !kv_family_find(name, &idx)) {
+        snprintf(err, errlen, "kval: --only: unknown family '%s' (expected %s)", name, expected);
+        return -1;
+      }
+      if (selected[idx]) {
+        snprintf(err, errlen, "kval: --only: family '%s' listed twice (expected %s, each once)", name, expected);
+        return -1;
+      }
+      selected[idx] = 1;
+      n++;
+      if (!comma) break;
+      s = comma + 1;
+    }
+  } else {
+    for (int i = 0; i < d->n_sections; i++) {
+      int idx = -1;
+      if (kv_family_find(d->sections[i].name, &idx)) selected[idx] = 1, n++;
+    }
+    if (n == 0) {
+      family_names(list, sizeof list, 1, 0);
+      snprintf(err, errlen, "%s: error: the deck has no family section (expected at least one of %s, or --only FAMILY)",
+               d->path, list);
+      return -1;
+    }
+  }
+  if (n > KV_MAX_FAMILIES) {
+    snprintf(err, errlen, "kval: error: %d families selected (expected at most %d)", n, KV_MAX_FAMILIES);
+    return -1;
+  }
+  return 0;
+}
+
+/* The values of an axis: its deck entry, else the descriptor's default text read by the deck
+ * tokenizer into `tmp` (file "<default>"). *en is NULL when a required key is missing. */
+static int axis_entry(const kv_deck *d, const kv_family *f, const kv_axis_desc *a, kv_deck *tmp,
+                      const kv_deck_entry **en, char *err, size_t errlen) {
+  *en = kv_deck_find(d, f->name, a->name);
+  if (*en) return 0;
+  if (!a->defaults) {
+    const kv_deck_section *s = kv_deck_find_section(d, f->name);
+    char expected[160];
+    snprintf(expected, sizeof expected, "'%s = VALUES' in [%s] or --set %s.%s=VALUES", a->name, f->name, f->name,
+             a->name);
+    return plan_err(err, errlen, s ? s->file : d->path, s ? s->line : 0, s ? s->col : 0, "", expected,
+                    "[%s] needs the key '%s'", f->name, a->name);
+  }
+  size_t len = strlen(f->name) + strlen(a->name) + strlen(a->defaults) + 16;
+  char *text = KV_MALLOC(len);
+  if (!text) return plan_err(err, errlen, "kval", 0, 0, "", "enough memory", "out of memory");
+  snprintf(text, len, "[%s]\n%s = %s\n", f->name, a->name, a->defaults);
+  int rc = kv_deck_parse_string("<default>", text, tmp, err, errlen);
+  free(text);
+  if (rc != 0) return -1;
+  *en = kv_deck_find(tmp, f->name, a->name);
+  return 0;
+}
+
+typedef struct {
+  const char *s;
+  long long v;
+  int i;
+} sort_item;
+
+static int cmp_int_item(const void *x, const void *y) {
+  const sort_item *a = x, *b = y;
+  if (a->v != b->v) return a->v < b->v ? -1 : 1;
+  return a->i - b->i;
+}
+static int cmp_str_item(const void *x, const void *y) {
+  const sort_item *a = x, *b = y;
+  int c = strcmp(a->s, b->s);
+  return c ? c : a->i - b->i;
+}
+
+/* Index of the earliest value that repeats an earlier one, -1 when all are distinct. */
+static int first_duplicate(const kv_axis_values *av, kv_axis_type type) {
+  sort_item *it = KV_MALLOC((size_t)av->n * sizeof *it);
+  if (!it) KV_FATAL("out of memory checking %d axis values", av->n);
+  for (int i = 0; i < av->n; i++) {
+    it[i].i = i;
+    it[i].v = type == KV_AXIS_INT ? av->ints[i] : 0;
+    it[i].s = type == KV_AXIS_STR ? av->strs[i] : NULL;
+  }
+  qsort(it, (size_t)av->n, sizeof *it, type == KV_AXIS_INT ? cmp_int_item : cmp_str_item);
+  int dup = -1;
+  for (int i = 1; i < av->n; i++) {
+    int same = type == KV_AXIS_INT ? it[i - 1].v == it[i].v : strcmp(it[i - 1].s, it[i].s) == 0;
+    if (same && (dup < 0 || it[i].i < dup)) dup = it[i].i; /* sorted by (value, index): it[i] repeats */
+  }
+  free(it);
+  return dup;
+}
+
+static int axis_values(const kv_deck_entry *en, const kv_axis_desc *a, kv_axis_values *av, char *err,
+                       size_t errlen) {
+  char expected[LIST_LEN + 16], list[LIST_LEN] = "";
+  int is_precision = strcmp(a->name, "precision") == 0;
+  expected[0] = '\0';
+  if (a->type == KV_AXIS_INT) snprintf(expected, sizeof expected, "an integer in %lld..%lld", a->min, a->max);
+  else if (a->choices) {
+    for (int k = 0; a->choices[k]; k++) list_append(list, sizeof list, a->choices[k]);
+    snprintf(expected, sizeof expected, "one of: %s", list);
+  } else if (is_precision)
+    snprintf(expected, sizeof expected, "STORAGE:ACCUM with types fp16, bf16 or fp32 (e.g. fp16:fp32)");
+  av->n = en->n_values;
+  if (a->type == KV_AXIS_INT) av->ints = KV_CALLOC((size_t)av->n, sizeof *av->ints);
+  else av->strs = KV_CALLOC((size_t)av->n, sizeof *av->strs);
+  if (!av->ints && !av->strs) return plan_err(err, errlen, en->file, 0, 0, "", "enough memory", "out of memory");
+  for (int i = 0; i < av->n; i++) {
+    const kv_token *t = &en->values[i];
+    if (a->type == KV_AXIS_INT) {
+      if (to_ll(t->text, &av->ints[i]) != 0) return tok_err(err, errlen, en, t, expected, "not an integer value");
+      if (av->ints[i] < a->min || av->ints[i] > a->max) return tok_err(err, errlen, en, t, expected, "value out of range");
+      continue;
+    }
+    if (a->choices) {
+      int k = 0;
+      while (a->choices[k] && strcmp(a->choices[k], t->text) != 0) k++;
+      if (!a->choices[k]) return tok_err(err, errlen, en, t, expected, "unknown value");
+    }
+    kv_precision prec;
+    if (is_precision && kv_precision_parse(t->text, &prec) != 0)
+      return tok_err(err, errlen, en, t, expected, "malformed precision");
+    if (!(av->strs[i] = copy_str(t->text))) return plan_err(err, errlen, en->file, 0, 0, "", "enough memory", "out of memory");
+  }
+  int dup = first_duplicate(av, a->type);
+  if (dup >= 0)
+    return tok_err(err, errlen, en, &en->values[dup], "each value once per axis", "duplicate value");
+  return 0;
+}
+
+static int family_plan(const kv_deck *d, const kv_family *f, int index, kv_family_plan *fp, char *err,
+                       size_t errlen) {
+  fp->family = f;
+  fp->family_index = index;
+  fp->n_axes = n_axes_of(f);
+  if (fp->n_axes > KV_MAX_AXES || n_params_of(f) > KV_MAX_PARAMS || kv_family_axis_index(f, "precision") < 0) {
+    snprintf(err, errlen, "kval: error: family %s: descriptor needs a precision axis, at most %d axes and %d params",
+             f->name, KV_MAX_AXES, KV_MAX_PARAMS);
+    return -1;
+  }
+  fp->n_cells = 1;
+  for (int i = 0; i < fp->n_axes; i++) {
+    const kv_axis_desc *a = &f->axes[i];
+    kv_deck tmp = {0};
+    const kv_deck_entry *en;
+    int rc = axis_entry(d, f, a, &tmp, &en, err, errlen);
+    if (rc == 0) rc = axis_values(en, a, &fp->axis[i], err, errlen);
+    kv_deck_free(&tmp);
+    if (rc != 0) return -1;
+    fp->n_cells *= (size_t)fp->axis[i].n;
+    if (fp->n_cells > PLAN_MAX_CELLS) {
+      const kv_deck_section *s = kv_deck_find_section(d, f->name);
+      char got[32], want[64];
+      snprintf(got, sizeof got, "%zu cells so far", fp->n_cells);
+      snprintf(want, sizeof want, "at most %llu cells per family (fewer values per axis)", PLAN_MAX_CELLS);
+      return plan_err(err, errlen, s ? s->file : d->path, s ? s->line : 0, s ? s->col : 0, got, want,
+                      "the grid of [%s] is too large", f->name);
+    }
+  }
+  for (int k = 0; f->params && f->params[k].name; k++) {
+    const kv_param_desc *pd = &f->params[k];
+    const kv_deck_entry *en = kv_deck_find(d, f->name, pd->name);
+    fp->param[k] = pd->defaults;
+    if (!en) continue;
+    char expected[128];
+    snprintf(expected, sizeof expected, "a number in %g..%g", pd->min, pd->max);
+    if (one_value(en, expected, err, errlen) != 0) return -1;
+    if (to_double(en->values[0].text, &fp->param[k]) != 0)
+      return tok_err(err, errlen, en, &en->values[0], expected, "not a number");
+    if (fp->param[k] < pd->min || fp->param[k] > pd->max)
+      return tok_err(err, errlen, en, &en->values[0], expected, "value out of range");
+  }
+  return 0;
+}
+
+/* Key of a case for the input generator: FNV-1a of the family name mixed with the cell. */
+static uint64_t case_key(const char *family, size_t cell) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const unsigned char *p = (const unsigned char *)family; *p; p++) h = (h ^ *p) * 0x100000001b3ULL;
+  return kv_mix64(h ^ kv_mix64((uint64_t)cell));
+}
+
+/* Everything of kv_plan_case_at but the cost estimate (invalid cells never reach the cost). */
+static void fill_case(const kv_family_plan *fp, size_t cell, kv_case *c) {
+  memset(c, 0, sizeof *c);
+  c->fp = fp;
+  c->cell = cell;
+  size_t rest = cell;
+  for (int i = fp->n_axes - 1; i >= 0; i--) {
+    size_t n = (size_t)fp->axis[i].n;
+    c->idx[i] = (int)(rest % n);
+    rest /= n;
+    if (fp->family->axes[i].type == KV_AXIS_INT) c->ival[i] = fp->axis[i].ints[c->idx[i]];
+    else c->sval[i] = fp->axis[i].strs[c->idx[i]];
+  }
+  kv_precision_parse(c->sval[kv_family_axis_index(fp->family, "precision")], &c->prec);
+  c->key = case_key(fp->family->name, cell);
+}
+
+static double estimate_seconds(const kv_case *c) {
+  kv_cost cost = {0};
+  c->fp->family->cost(c, &cost);
+  return cost.flops / 50e12 + cost.bytes / 2e12 + 1e-4;
+}
+
+void kv_plan_case_at(const kv_family_plan *fp, size_t cell, uint64_t seed, kv_case *c) {
+  (void)seed; /* the seed enters at input generation (kv_stream_key), not into the case key */
+  fill_case(fp, cell, c);
+  c->est_seconds = estimate_seconds(c);
+}
+
+/* Mark skipped cells and append the valid ones to p->cases. */
+static int expand(kv_plan *p, kv_family_plan *fp, const char *backend, size_t *cap, char *err, size_t errlen) {
+  fp->skip_reason = KV_CALLOC(fp->n_cells, sizeof *fp->skip_reason);
+  if (!fp->skip_reason) return plan_err(err, errlen, "kval", 0, 0, "", "enough memory", "out of memory");
+  for (size_t cell = 0; cell < fp->n_cells; cell++) {
+    kv_case c;
+    fill_case(fp, cell, &c);
+    const char *why = kv_precision_invalid_reason(c.prec);
+    if (!why && fp->family->invalid) why = fp->family->invalid(&c, backend);
+    if (why) {
+      fp->skip_reason[cell] = why;
+      fp->n_skipped++;
+      continue;
+    }
+    if (p->n_cases == *cap) {
+      size_t ncap = *cap ? 2 * *cap : 64;
+      kv_case *nc = realloc(p->cases, ncap * sizeof *nc);
+      if (CHECK_ALLOC(nc) != KV_OK) return plan_err(err, errlen, "kval", 0, 0, "", "enough memory", "out of memory");
+      p->cases = nc;
+      *cap = ncap;
+    }
+    c.est_seconds = estimate_seconds(&c);
+    p->cases[p->n_cases++] = c;
+    fp->n_valid++;
+  }
+  return 0;
+}
+
+int kv_plan_build(const kv_deck *d, const char *only, const char *backend, kv_mode mode, int have_seed,
+                  uint64_t seed, kv_plan *p, char *err, size_t errlen) {
+  memset(p, 0, sizeof *p);
+  p->mode = mode;
+  int selected[64] = {0}, n_registered = 0;
+  while (kv_families[n_registered]) n_registered++;
+  if (n_registered > 64) {
+    snprintf(err, errlen, "kval: error: more than 64 families registered");
+    return -1;
+  }
+  if (check_names(d, err, errlen) != 0 || run_settings(d, have_seed, seed, &p->run, err, errlen) != 0 ||
+      select_families(d, only, selected, err, errlen) != 0)
+    return -1;
+  for (int i = 0; kv_families[i]; i++) {
+    if (!selected[i]) continue;
+    if (family_plan(d, kv_families[i], i, &p->fam[p->n_fam++], err, errlen) != 0) {
+      kv_plan_free(p);
+      return -1;
+    }
+  }
+  size_t cap = 0;
+  for (int f = 0; f < p->n_fam; f++)
+    if (expand(p, &p->fam[f], backend, &cap, err, errlen) != 0) {
+      kv_plan_free(p);
+      return -1;
+    }
+  return 0;
+}
+
+void kv_plan_free(kv_plan *p) {
+  for (int f = 0; f < p->n_fam; f++) {
+    kv_family_plan *fp = &p->fam[f];
+    for (int i = 0; i < fp->n_axes; i++) {
+      free(fp->axis[i].ints);
+      for (int k = 0; fp->axis[i].strs && k < fp->axis[i].n; k++) free(fp->axis[i].strs[k]);
+      free(fp->axis[i].strs);
+    }
+    free(fp->skip_reason);
+  }
+  free(p->cases);
+  memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,77 @@
+/* plan.h - the sweep plan: each deck section expanded into its family's dense grid of cases
+ * (the cartesian product of its axes), invalid combinations marked skipped with a reason,
+ * [run] settings, and the assignment of cases to ranks (fleet: every rank runs every case;
+ * split: each case once, balanced by estimated cost). */
+#ifndef KVAL_PLAN_H
+#define KVAL_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "input/deck.h"
+#include "family.h"
+#include "numerics/tolerance.h"
+
+#define KV_MAX_FAMILIES 8
+
+typedef enum { KV_MODE_FLEET = 0, KV_MODE_SPLIT = 1 } kv_mode;
+
+typedef struct {
+  int n;
+  long long *ints; /* INT axes */
+  char **strs;     /* STR axes */
+} kv_axis_values;
+
+typedef struct kv_family_plan {
+  const kv_family *family;
+  int family_index;              /* index in kv_families */
+  int n_axes;
+  kv_axis_values axis[KV_MAX_AXES];
+  double param[KV_MAX_PARAMS];   /* values of the family's params, in declaration order */
+  size_t n_cells;                /* product of the axis lengths */
+  const char **skip_reason;      /* per cell: NULL when valid, else why it is skipped */
+  size_t n_valid, n_skipped;
+} kv_family_plan;
+
+/* Settings of the [run] section (keys documented in inputs/README.md). */
+typedef struct {
+  uint64_t seed;
+  int warmup;             /* untimed launches before timing */
+  int min_reps, max_reps; /* repetition bounds of the timing loop */
+  double rse_target;      /* stop when the relative standard error of the median is below */
+  double time_cap;        /* seconds of timing per case */
+  int l2_flush;           /* 1: flush L2 between repetitions (default), 0: warm */
+  double cpu_ref_budget;  /* fp64 FLOPs a CPU reference may spend before it samples rows */
+  int sample_rows;        /* rows in a sampled CPU reference */
+  int has_tol_override;
+  kv_tolerance tol_override; /* c1, c2, abs_floor, rel_floor from [run] when given */
+  double flush_interval;  /* seconds between file flushes */
+} kv_run_settings;
+
+typedef struct {
+  kv_family_plan fam[KV_MAX_FAMILIES];
+  int n_fam;
+  kv_run_settings run;
+  kv_mode mode;
+  kv_case *cases;  /* every valid case, family by family, cell order */
+  size_t n_cases;
+} kv_plan;
+
+/* Build the plan from a parsed deck. `only` is a comma-separated family list or NULL;
+ * `seed_override` replaces [run] seed when nonzero-flagged. Errors name file:line:col. */
+int kv_plan_build(const kv_deck *d, const char *only, const char *backend, kv_mode mode,
+                  int have_seed, uint64_t seed, kv_plan *p, char *err, size_t errlen);
+
+/* Indices into p->cases of the cases one rank runs, in run order (caller frees). */
+size_t kv_plan_rank_cases(const kv_plan *p, int rank, int nranks, size_t **out);
+
+/* Fill a case's axis values, precision and key from its family plan and cell. */
+void kv_plan_case_at(const kv_family_plan *fp, size_t cell, uint64_t seed, kv_case *c);
+
+/* Print the plan (cases per rank, estimated cost, skipped combinations) for --dry-run. */
+void kv_plan_print(const kv_plan *p, int nranks, FILE *out);
+
+void kv_plan_free(kv_plan *p);
+
+#endif

@@ -1,0 +1,24 @@
+/* fleet.h - the end-of-run fingerprint comparison of fleet mode: ranks whose devices are
+ * the same model must produce the same output bits for the same case. */
+#ifndef KVAL_FLEET_H
+#define KVAL_FLEET_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "output/output.h"
+#include "input/plan.h"
+
+/* Collective. status/fingerprint: this rank's value per plan case (p->n_cases entries;
+ * status not_run where the rank did not run the case). infos: every rank's identity
+ * (significant on rank 0). On rank 0, *out receives one kv_fp_case per plan case (free
+ * with kv_fleet_free); disagreements are printed with rank, host and device UUID. Returns
+ * the number of disagreeing (rank, case) pairs, the same on every rank, or -1 on error. */
+long kv_fleet_compare(const kv_plan *p, const signed char *status, const uint64_t *fingerprint,
+                      const kv_rank_info *infos, MPI_Comm comm, kv_fp_case **out);
+
+void kv_fleet_free(kv_fp_case *cases, size_t n);
+
+#endif

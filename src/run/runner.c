@@ -1,0 +1,322 @@
+/* runner.c - the common driver of a rank: for each of its cases, ask the backend for the
+ * output, the reference (or the error statistics it computed on the device) and timings,
+ * apply --inject faults, compute error statistics, verdict, fingerprint and throughput,
+ * stream the row to the output, print progress and failures; at the end compare
+ * fingerprints across ranks (fleet mode). */
+#include "run/runner.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run/fleet.h"
+#include "run/inject.h"
+#include "numerics/errstats.h"
+#include "numerics/fingerprint.h"
+#include "numerics/rng.h"
+#include "core/timing.h"
+
+static volatile sig_atomic_t stop_signal;
+static int announce_signal; /* rank 0 says once that it is stopping */
+
+/* The first SIGINT/SIGTERM asks for a clean stop; SA_RESETHAND restores the default action,
+ * so a second one ends the process at once (the file keeps every result written so far). */
+static void on_signal(int sig) {
+  static const char msg[] = "kval: signal received: finishing the current case, then flushing and closing the file "
+                            "(send it again to stop at once)\n";
+  if (!stop_signal && announce_signal) {
+    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+  }
+  stop_signal = sig;
+}
+
+void kv_runner_install_signals(void) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  announce_signal = rank == 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Error statistics of output 0 on the host (the backend handed back ref and mag). */
+static kv_status host_errstats(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, const kv_case_data *d,
+                               kv_errstats *es) {
+  size_t n = d->n_rows * d->row_len;
+  int64_t *index = NULL;
+  if (d->rows) {
+    index = KV_MALLOC(n * sizeof *index);
+    KV_TRY(CHECK_ALLOC(index));
+    for (size_t i = 0; i < d->n_rows; i++)
+      for (size_t j = 0; j < d->row_len; j++) index[i * d->row_len + j] = (int64_t)(d->rows[i] * d->row_len + j);
+  }
+  kv_tolerance tol = rs->has_tol_override ? rs->tol_override : kv_tolerance_default(c->prec);
+  int rc = kv_errstats_compute(d->out, d->out_type, index, d->ref, d->mag, n, c->prec, &tol, cost->red_len, es);
+  free(index);
+  return rc == 0 ? KV_OK : KV_ERR;
+}
+
+/* Error statistics (the backend's own when it computed them on the device) and verdict of
+ * output 0, and the auxiliary output's max error. */
+static kv_status evaluate(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, const kv_case_data *d,
+                          kv_result *r) {
+  kv_errstats es;
+  if (d->has_stats)
+    es = d->stats;
+  else
+    KV_TRY(host_errstats(c, cost, rs, d, &es));
+  r->max_abs = es.max_abs;
+  r->max_rel = es.max_rel;
+  r->rel_l2 = es.rel_l2;
+  r->mean_abs = es.mean_abs;
+  r->max_ulp = es.max_ulp;
+  r->p99_ulp = es.p99_ulp;
+  r->max_bound_ratio = es.max_bound_ratio;
+  r->floor_ratio = es.floor_ratio;
+  r->n_nan = es.n_nan;
+  r->n_inf = es.n_inf;
+  r->n_checked = es.n_checked;
+  r->worst_index = es.worst_index;
+  r->ref_rows = (int64_t)d->n_rows;
+  memcpy(r->hist, es.hist, sizeof r->hist);
+  r->status = kv_errstats_verdict(&es);
+  if (d->aux && d->aux_ref) {
+    /* Auxiliary output (fa2 LSE): a non-finite value where the reference is finite, or a
+     * finite value where it is -inf (a fully masked row), is a non-finite failure. */
+    double worst = 0.0;
+    int bad = 0;
+    for (size_t i = 0; i < d->n_rows; i++) {
+      size_t row = d->rows ? d->rows[i] : i;
+      double got = d->aux[row], want = d->aux_ref[i];
+      if (isinf(want) && want < 0) {
+        bad |= !(isinf(got) && got < 0);
+      } else if (!isfinite(got)) {
+        bad = 1;
+      } else if (fabs(got - want) > worst) {
+        worst = fabs(got - want);
+      }
+    }
+    r->aux_max_abs = worst;
+    if (bad && r->status == KV_PASS) {
+      r->status = KV_FAIL_NONFINITE;
+      snprintf(r->message, sizeof r->message, "auxiliary output (log-sum-exp) non-finite where the reference is not");
+    }
+  }
+  return KV_OK;
+}
+
+static void fill_timing(const kv_cost *cost, const kv_rank_info *info, kv_case_data *d, kv_result *r) {
+  kv_timing t;
+  kv_timing_summarize(d->times, d->n_times, &t);
+  r->time_min = t.min;
+  r->time_median = t.median;
+  r->time_mean = t.mean;
+  r->time_p10 = t.p10;
+  r->time_p90 = t.p90;
+  r->time_stddev = t.stddev;
+  r->reps = t.reps;
+  r->tflops = cost->flops / t.median / 1e12;
+  r->gbps = cost->bytes / t.median / 1e9;
+  r->intensity = cost->flops / cost->bytes;
+  double ceiling = r->intensity * info->copy_gbps * 1e9; /* FLOP/s the memory system allows */
+  if (isfinite(info->matrix_tflops) && info->matrix_tflops * 1e12 < ceiling) ceiling = info->matrix_tflops * 1e12;
+  r->roofline_frac = cost->flops / t.median / ceiling;
+  r->ref_seconds = d->ref_seconds;
+  r->ref_xcheck = d->ref_xcheck;
+  r->sm_clock_min = d->sm_clock_min;
+  r->sm_clock_max = d->sm_clock_max;
+  r->mem_clock = d->mem_clock;
+  r->temperature = d->temperature;
+  r->power = d->power;
+  r->throttle_reasons = (int64_t)d->throttle_reasons;
+  r->clock_flag = d->clock_flag;
+  r->registers = d->registers;
+  r->smem_bytes = d->smem_bytes;
+  r->local_bytes = d->local_bytes;
+  r->occupancy = d->occupancy;
+}
+
+static uint64_t output_fingerprint(const kv_case_data *d) {
+  uint64_t fp = kv_fingerprint(d->out, d->out_count * kv_dtype_size(d->out_type));
+  if (d->aux) fp = kv_mix64(fp ^ kv_fingerprint(d->aux, d->aux_count * sizeof *d->aux));
+  return fp;
+}
+
+/* Run plan case ci on this rank and fill r. */
+static void run_case(const kv_plan *p, size_t ci, const kv_backend *be, const kv_rank_info *info,
+                     const kv_inject *inj, int n_inj, int rank, kv_result *r) {
+  const kv_case *c = &p->cases[ci];
+  kv_result_init(r, rank, c->fp->family_index, c->cell);
+  kv_cost cost;
+  c->fp->family->cost(c, &cost);
+  double free_bytes = be->free_bytes();
+  if (cost.device_bytes > free_bytes) {
+    r->status = KV_SKIPPED;
+    snprintf(r->message, sizeof r->message, "needs %.2f GiB of memory, %.2f GiB free", cost.device_bytes / 1073741824.0,
+             free_bytes / 1073741824.0);
+    return;
+  }
+  kv_case_data d;
+  memset(&d, 0, sizeof d);
+  d.ref_xcheck = NAN;
+  kv_inject_requests(inj, n_inj, rank, ci, &d);
+  char msg[KV_MESSAGE_LEN] = "";
+  int ok = be->run_case(c, &p->run, &d, msg, sizeof msg) == KV_OK;
+  if (ok) kv_inject_apply(inj, n_inj, rank, ci, &d);
+  if (!ok || kv_fatal_pending()) {
+    r->status = KV_ERROR;
+    snprintf(r->message, sizeof r->message, "%s",
+             kv_fatal_pending() ? kv_fatal_pending() : msg[0] ? msg : "backend error (see the log)");
+    kv_case_data_free(&d);
+    return;
+  }
+  if (evaluate(c, &cost, &p->run, &d, r) != KV_OK) {
+    r->status = KV_ERROR;
+    snprintf(r->message, sizeof r->message, "error statistics failed (out of memory?)");
+  }
+  fill_timing(&cost, info, &d, r);
+  r->fingerprint = output_fingerprint(&d);
+  kv_case_data_free(&d);
+}
+
+static void report_failure(const kv_case *c, const kv_result *r, const kv_rank_info *info) {
+  char what[512];
+  kv_case_describe(c, what, sizeof what);
+  fprintf(stderr, "kval: %s rank %d host %s (%s): %s: max_bound_ratio %.3g, max_ulp %.3g, nan %lld, inf %lld%s%s\n",
+          kv_status_name((kv_case_status)r->status), r->rank, info->host, info->uuid, what, r->max_bound_ratio,
+          r->max_ulp, (long long)r->n_nan, (long long)r->n_inf, r->message[0] ? ": " : "", r->message);
+}
+
+static void count_status(kv_run_summary *sum, int status) {
+  switch (status) {
+    case KV_PASS: sum->n_pass++; break;
+    case KV_SKIPPED: sum->n_skipped++; break;
+    case KV_ERROR: sum->n_error++; break;
+    default: sum->n_fail++; break;
+  }
+}
+
+typedef struct {
+  double start, last_print, est_total, est_done;
+  size_t done, total;
+} progress;
+
+static void print_progress(progress *pg, int force) {
+  double now = kv_wtime();
+  if (!force && now - pg->last_print < 5.0) return;
+  pg->last_print = now;
+  double elapsed = now - pg->start;
+  double frac = pg->est_total > 0 ? pg->est_done / pg->est_total : 1.0;
+  double eta = frac > 0 ? elapsed * (1.0 - frac) / frac : 0.0;
+  fprintf(stderr, "kval: rank 0: %zu/%zu cases done, %.0f s elapsed, ETA %.0f s\n", pg->done, pg->total, elapsed, eta);
+}
+
+kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backend *be, const kv_rank_info *info,
+                        kv_output *o, const unsigned char *done, MPI_Comm comm, kv_run_summary *sum) {
+  int rank, nranks;
+  KV_TRY(CHECK_MPI(MPI_Comm_rank(comm, &rank)));
+  KV_TRY(CHECK_MPI(MPI_Comm_size(comm, &nranks)));
+  memset(sum, 0, sizeof *sum);
+  kv_inject inj[KV_MAX_INJECTS];
+  int n_inj = 0;
+  for (int i = 0; i < opt->n_injects; i++) {
+    char err[256];
+    if (kv_inject_parse(opt->injects[i], &inj[n_inj], err, sizeof err) != 0) KV_FATAL("%s", err);
+    n_inj++;
+  }
+  /* Every rank knows every rank's pending cases, so all agree on the number of rounds. */
+  size_t *mine = NULL, n_mine = 0, rounds = 0;
+  for (int r = 0; r < nranks; r++) {
+    size_t *idx = NULL;
+    size_t n = kv_plan_rank_cases(p, r, nranks, &idx), pending = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (done && done[(size_t)r * p->n_cases + idx[i]]) continue;
+      idx[pending++] = idx[i];
+    }
+    if (pending > rounds) rounds = pending;
+    if (r == rank) {
+      mine = idx;
+      n_mine = pending;
+    } else {
+      free(idx);
+    }
+  }
+  signed char *status = KV_MALLOC(p->n_cases + 1);
+  uint64_t *fps = KV_CALLOC(p->n_cases + 1, sizeof *fps);
+  KV_TRY(CHECK_ALLOC(status) || CHECK_ALLOC(fps));
+  memset(status, KV_NOT_RUN, p->n_cases + 1);
+  if (done) {
+    /* --resume: the kept results count in the summary, the exit code and the comparison. */
+    if (kv_output_kept(o, done, status, fps) != KV_OK) {
+      free(mine);
+      free(status);
+      free(fps);
+      return KV_ERR;
+    }
+    size_t kept_all = 0;
+    for (size_t i = 0; i < (size_t)nranks * p->n_cases; i++) kept_all += done[i] != 0;
+    for (size_t i = 0; i < p->n_cases; i++)
+      if (done[(size_t)rank * p->n_cases + i]) count_status(sum, status[i]);
+    if (rank == 0 && !opt->quiet)
+      fprintf(stderr, "kval: --resume: %zu results kept from the file; %zu cases to run on rank 0\n", kept_all, n_mine);
+  }
+  progress pg = {.start = kv_wtime(), .last_print = kv_wtime(), .total = n_mine};
+  for (size_t i = 0; i < n_mine; i++) pg.est_total += p->cases[mine[i]].est_seconds;
+  kv_status st;
+  for (size_t round = 0; round < rounds; round++) {
+    kv_result r;
+    /* After a fatal device error this rank runs no more cases but keeps taking part in the
+     * rounds and the final collectives, so nothing is lost and no rank hangs; it ends
+     * through the fatal path once the file is closed (app.c). */
+    int have = round < n_mine && !stop_signal && !kv_fatal_pending();
+    if (have) {
+      size_t ci = mine[round];
+      run_case(p, ci, be, info, inj, n_inj, rank, &r);
+      status[ci] = (signed char)r.status;
+      fps[ci] = r.fingerprint;
+      count_status(sum, r.status);
+      sum->n_run++;
+      if (r.status != KV_PASS && r.status != KV_SKIPPED) report_failure(&p->cases[ci], &r, info);
+      if (kv_fatal_pending())
+        fprintf(stderr, "kval: rank %d (host %s, %s) runs no more cases after a fatal device error: %s\n", rank,
+                info->host, info->uuid, kv_fatal_pending());
+      pg.done++;
+      pg.est_done += p->cases[ci].est_seconds;
+    }
+    int stop = stop_signal != 0;
+    if (kv_output_write(o, have ? &r : NULL, &stop) != KV_OK)
+      KV_FATAL("writing results to the output file failed; finished cases up to the last flush are kept");
+    if (rank == 0 && !opt->quiet) print_progress(&pg, 0);
+    if (stop) {
+      sum->interrupted_by = stop_signal ? stop_signal : SIGTERM;
+      break;
+    }
+  }
+  if (rank == 0 && !opt->quiet) print_progress(&pg, 1);
+  free(mine);
+  /* A signal may reach some ranks only: agree before the collective comparison. */
+  int interrupted = sum->interrupted_by, any_interrupted = 0;
+  st = CHECK_MPI(MPI_Allreduce(&interrupted, &any_interrupted, 1, MPI_INT, MPI_MAX, comm));
+  if (st == KV_OK && p->mode == KV_MODE_FLEET && !any_interrupted) {
+    kv_rank_info *infos = rank == 0 ? KV_MALLOC((size_t)nranks * sizeof *infos) : NULL;
+    st = CHECK_MPI(MPI_Gather(info, (int)sizeof *info, MPI_BYTE, infos, (int)sizeof *info, MPI_BYTE, 0, comm));
+    kv_fp_case *cmp = NULL;
+    long mismatches = st == KV_OK ? kv_fleet_compare(p, status, fps, infos, comm, &cmp) : -1;
+    if (mismatches < 0) st = KV_ERR;
+    if (st == KV_OK) st = kv_output_fingerprints(o, cmp, rank == 0 ? p->n_cases : 0);
+    sum->fingerprint_disagreements = (int)(mismatches > 0 ? mismatches : 0);
+    kv_fleet_free(cmp, p->n_cases);
+    free(infos);
+  }
+  free(status);
+  free(fps);
+  return st;
+}

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""check_layout.py - check that a kval HDF5 file follows the agreed layout (README, "HDF5 file
+layout"), with h5py and with xarray (engine h5netcdf, one group at a time): root attributes,
+/ranks (one row per rank), every family group with its axis, rank and hist_bin dimension
+scales, the per-cell datasets with their types, fill values and named dimensions, the status
+enum, the fingerprint comparison datasets, and the contents of cells that were not run.
+
+Usage: python3 tests/system/check_layout.py FILE [FILE...] --nranks N [--expect-run]
+  --expect-run  the file comes from a finished run: complete == 1, every planned case has a
+                result (fleet: on every rank; split: on exactly one rank), run cells have
+                timings and checked elements.
+Exit status 0 when every file conforms; 1 with one line per problem otherwise."""
+import argparse
+import os
+import re
+import sys
+
+import h5py
+import numpy as np
+import xarray as xr
+
+try:  # the xarray engine; without it only the h5py checks run (said on stderr)
+    import h5netcdf  # noqa: F401
+    HAVE_H5NETCDF = True
+except ImportError:
+    HAVE_H5NETCDF = False
+
+STATUS = ["not_run", "pass", "fail_tolerance", "fail_nonfinite", "skipped", "error"]
+NOT_RUN, PASS, FAIL_TOL, FAIL_NONFINITE, SKIPPED, ERROR = range(6)
+HIST_BINS = 20
+MESSAGE_LEN = 96
+ROOT_STRINGS = ["kval_version", "git_commit", "command_line", "deck_text", "deck_path", "creation_time",
+                "mpi_version", "hdf5_version", "cuda_runtime", "cuda_driver", "slurm_job_id", "slurm_nodes",
+                "backend", "mode", "hdf5_flavour", "status_names"]
+RANK_FIELDS = {"host": "s", "local_rank": "i", "local_size": "i", "device_index": "i", "device_name": "s",
+               "uuid": "s", "serial": "s", "pci_bus_id": "s", "sm_count": "i", "cc_major": "i", "cc_minor": "i",
+               "memory_bytes": "f", "driver_version": "i", "runtime_version": "i", "copy_gbps": "f",
+               "matrix_tflops": "f", "fp64_tflops": "f", "nvml": "s"}
+SPECIAL = {"status", "fingerprint", "message", "hist", "fp_distinct", "fp_majority", "fp_agrees", "rank", "hist_bin"}
+
+
+def result_fields():
+    """Names of the float64 and int64 fields from src/core/result.h (the X-macro lists)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "core", "result.h")
+    text = open(path).read()
+    out = []
+    for macro in ("KV_RESULT_DOUBLES", "KV_RESULT_INTS"):
+        body = re.search(r"#define %s\(X\)(.*?)\n\s*\n" % macro, text, re.S).group(1)
+        out.append(re.findall(r"X\((\w+),", body))
+    return out
+
+
+class Checker:
+    def __init__(self, path, nranks, expect_run):
+        self.path, self.nranks, self.expect_run = path, nranks, expect_run
+        self.problems = []
+
+    def bad(self, where, msg):
+        self.problems.append("%s: %s: %s" % (self.path, where, msg))
+
+    def expect(self, cond, where, msg):
+        if not cond:
+            self.bad(where, msg)
+        return cond
+
+    # --- root and /ranks ---
+    def root(self, f):
+        a = f.attrs
+        for name in ROOT_STRINGS:
+            if self.expect(name in a, "/", "attribute %s missing" % name):
+                self.expect(isinstance(a[name], str), "/", "attribute %s is not a string" % name)
+        for name in ("seed", "nranks", "layout_version", "complete"):
+            self.expect(name in a, "/", "attribute %s missing" % name)
+        if self.problems:
+            return False
+        self.expect(a["seed"].dtype == np.uint64, "/", "seed is %s, expected uint64" % a["seed"].dtype)
+        self.expect(int(a["nranks"]) == self.nranks, "/", "nranks %s, expected %d" % (a["nranks"], self.nranks))
+        self.expect(int(a["layout_version"]) == 1, "/", "layout_version %s, expected 1" % a["layout_version"])
+        self.expect(a["mode"] in ("fleet", "split"), "/", "mode %r" % a["mode"])
+        self.expect(a["hdf5_flavour"] in ("parallel", "serial"), "/", "hdf5_flavour %r" % a["hdf5_flavour"])
+        want = ",".join("%d=%s" % (i, s) for i, s in enumerate(STATUS))
+        self.expect(a["status_names"] == want, "/", "status_names %r, expected %r" % (a["status_names"], want))
+        self.expect(int(a["complete"]) in (0, 1), "/", "complete %s" % a["complete"])
+        if self.expect_run:
+            self.expect(int(a["complete"]) == 1, "/", "complete is %s: the run did not finish" % a["complete"])
+        return True
+
+    def scale(self, g, name, n, where):
+        if not self.expect(name in g, where, "dimension scale %s missing" % name):
+            return None
+        d = g[name]
+        self.expect(d.is_scale, where, "%s is not a dimension scale" % name)
+        self.expect(d.shape == (n,), where, "%s has shape %s, expected (%d,)" % (name, d.shape, n))
+        return d
+
+    def attached(self, ds, scales, where):
+        """Dimension i of ds is attached to scales[i] (h5py objects)."""
+        if not self.expect(len(ds.dims) == len(scales), where, "%d dimensions, expected %d" % (len(ds.dims), len(scales))):
+            return
+        for i, s in enumerate(scales):
+            got = [d.name for d in ds.dims[i].values()]
+            self.expect(got == [s.name], where, "dimension %d attached to %s, expected %s" % (i, got, s.name))
+
+    def ranks(self, f):
+        if not self.expect("ranks" in f, "/ranks", "group missing"):
+            return
+        g = f["ranks"]
+        rank = self.scale(g, "rank", self.nranks, "/ranks")
+        if rank is None:
+            return
+        self.expect(np.array_equal(rank[()], np.arange(self.nranks)), "/ranks/rank", "values %s" % rank[()])
+        for name, kind in RANK_FIELDS.items():
+            if not self.expect(name in g, "/ranks", "dataset %s missing" % name):
+                continue
+            d = g[name]
+            self.expect(d.shape == (self.nranks,), "/ranks/" + name, "shape %s, one row per rank expected" % (d.shape,))
+            if kind == "s":
+                self.expect(h5py.check_string_dtype(d.dtype) is not None and h5py.check_string_dtype(d.dtype).length is None,
+                            "/ranks/" + name, "not a variable-length string")
+            else:
+                self.expect(d.dtype.kind == kind, "/ranks/" + name, "dtype %s" % d.dtype)
+            self.attached(d, [rank], "/ranks/" + name)
+        if not HAVE_H5NETCDF:
+            return
+        ds = xr.open_dataset(self.path, group="ranks", engine="h5netcdf")
+        for name in RANK_FIELDS:
+            if name in ds:
+                self.expect(ds[name].dims == ("rank",), "/ranks/" + name, "xarray dims %s" % (ds[name].dims,))
+        ds.close()
+
+    # --- family groups ---
+    def family(self, f, name, doubles, ints):
+        g, where = f[name], "/" + name
+        start = len(self.problems)
+        for a in ("axes", "n_cells", "n_valid", "n_skipped", "n_results"):
+            if not self.expect(a in g.attrs, where, "attribute %s missing" % a):
+                return
+        axes = g.attrs["axes"].split(",")
+        n_cells, n_skipped = int(g.attrs["n_cells"]), int(g.attrs["n_skipped"])
+        self.expect(int(g.attrs["n_valid"]) + n_skipped == n_cells, where, "n_valid + n_skipped != n_cells")
+        rank = self.scale(g, "rank", self.nranks, where)
+        axis_scales = []
+        for ax in axes:
+            if ax not in g:
+                self.bad(where, "axis scale %s missing" % ax)
+                return
+            s = g[ax]
+            self.expect(s.is_scale and s.ndim == 1, where, "axis %s is not a 1-D dimension scale" % ax)
+            strdt = h5py.check_string_dtype(s.dtype)
+            self.expect(s.dtype == np.int64 or (strdt is not None and strdt.length is None and strdt.encoding == "utf-8"),
+                        where, "axis %s has dtype %s (int64 or variable-length UTF-8 expected)" % (ax, s.dtype))
+            axis_scales.append(s)
+        hist_bin = self.scale(g, "hist_bin", HIST_BINS, where)
+        if rank is None or hist_bin is None or len(self.problems) > start:
+            return
+        shape = tuple(s.shape[0] for s in axis_scales)
+        self.expect(int(np.prod(shape)) == n_cells, where, "axis lengths %s do not make n_cells %d" % (shape, n_cells))
+        edges = np.concatenate(([-np.inf], np.arange(-13, 5, dtype=float), [np.nan]))
+        self.expect(np.array_equal(hist_bin[()], edges, equal_nan=True), where + "/hist_bin", "values %s" % hist_bin[()])
+        full, cell_scales = (self.nranks,) + shape, [rank] + axis_scales
+        spec = {"status": (full, None, 0), "fingerprint": (full, np.uint64, 0), "message": (full, "S96", b""),
+                "hist": (full + (HIST_BINS,), np.uint64, 0), "fp_distinct": (shape, np.int32, 0),
+                "fp_majority": (shape, np.uint64, 0), "fp_agrees": (full, np.int8, 2)}
+        spec.update({d: (full, np.float64, np.nan) for d in doubles})
+        spec.update({i: (full, np.int64, -1) for i in ints})
+        for dname, (dshape, dtype, fill) in spec.items():
+            if not self.expect(dname in g, where, "dataset %s missing" % dname):
+                continue
+            d, dw = g[dname], where + "/" + dname
+            self.expect(d.shape == dshape, dw, "shape %s, expected %s" % (d.shape, dshape))
+            if dtype is not None:
+                self.expect(d.dtype == np.dtype(dtype), dw, "dtype %s, expected %s" % (d.dtype, np.dtype(dtype)))
+            got_fill = d.fillvalue
+            same = np.isnan(got_fill) if isinstance(fill, float) and np.isnan(fill) else got_fill == fill
+            self.expect(same, dw, "fill value %r, expected %r" % (got_fill, fill))
+            if dname == "hist":
+                scales = cell_scales + [hist_bin]
+            elif dname in ("fp_distinct", "fp_majority"):
+                scales = axis_scales
+            else:
+                scales = cell_scales
+            self.attached(d, scales, dw)
+            if dname in doubles or dname in ints:
+                for a in ("units", "description"):
+                    self.expect(a in d.attrs, dw, "attribute %s missing" % a)
+        extra = set(g) - set(spec) - SPECIAL - set(axes)
+        self.expect(not extra, where, "unexpected objects %s" % sorted(extra))
+        if len(self.problems) == start:
+            self.status_enum(g["status"], where + "/status")
+        if len(self.problems) == start:
+            self.cells(g, where, doubles, ints, n_skipped)
+        if len(self.problems) == start and HAVE_H5NETCDF:
+            self.xarray_view(name, axes, axis_scales, doubles, ints)
+
+    def status_enum(self, d, where):
+        mapping = h5py.check_enum_dtype(d.dtype)
+        want = {s: i for i, s in enumerate(STATUS)}
+        self.expect(mapping == want, where, "enum %s, expected %s" % (mapping, want))
+        self.expect(d.dtype.base == np.int8, where, "enum base %s, expected int8" % d.dtype.base)
+        self.expect(d.attrs.get("flag_meanings") == " ".join(STATUS), where, "flag_meanings %r" % d.attrs.get("flag_meanings"))
+
+    def cells(self, g, where, doubles, ints, n_skipped):
+        status = g["status"][()]
+        mode, complete = g.file.attrs["mode"], int(g.file.attrs["complete"])
+        flat = status.reshape(self.nranks, -1)
+        bad = (flat < 0) | (flat >= len(STATUS))
+        self.expect(not bad.any(), where + "/status", "%d values outside the enum" % bad.sum())
+        msg = g["message"][()].reshape(self.nranks, -1)
+        empty = msg == b""
+        not_run = flat == NOT_RUN
+        fills = [(n, g[n][()].reshape(self.nranks, -1), "nan") for n in doubles] + \
+                [(n, g[n][()].reshape(self.nranks, -1), -1) for n in ints] + \
+                [("fingerprint", g["fingerprint"][()].reshape(self.nranks, -1), 0),
+                 ("hist", g["hist"][()].reshape(self.nranks, -1, HIST_BINS).sum(axis=2), 0)]
+        for name, v, fill in fills:
+            is_fill = np.isnan(v) if fill == "nan" else v == fill
+            n = int((not_run & ~is_fill).sum())
+            self.expect(n == 0, where + "/" + name, "%d not-run cells do not hold the fill value %s" % (n, fill))
+        self.expect(not (not_run & ~empty).any(), where + "/message", "not-run cells with a message")
+        skipped = flat == SKIPPED
+        self.expect(not (skipped & empty).any(), where + "/message", "skipped cells without a reason")
+        plan_skipped = skipped.all(axis=0) & (msg == msg[0]).all(axis=0)
+        self.expect(plan_skipped.sum() >= n_skipped, where, "%d cells skipped with the same reason on every rank, "
+                    "n_skipped is %d" % (plan_skipped.sum(), n_skipped))
+        agrees = g["fp_agrees"][()]
+        self.expect(np.isin(agrees, (0, 1, 2)).all(), where + "/fp_agrees", "values outside 0, 1, 2")
+        self.expect((g["fp_distinct"][()] >= 0).all(), where + "/fp_distinct", "negative counts")
+        have = (~not_run).sum()
+        if complete:
+            n_results = int(g.attrs["n_results"])
+            want = int(have) - self.nranks * n_skipped
+            self.expect(n_results == want, where, "n_results %d, the status dataset has %d results" % (n_results, want))
+        if not self.expect_run:
+            return
+        per_cell = (~not_run).sum(axis=0)
+        if mode == "fleet":
+            self.expect(not not_run.any(), where + "/status", "%d cells not run in a finished fleet run" % not_run.sum())
+        else:
+            owners = np.where(skipped.all(axis=0), 1, per_cell)
+            self.expect((owners == 1).all(), where + "/status", "split run: cells run on %s ranks, expected 1"
+                        % sorted(set(owners[owners != 1].tolist())))
+        ran = np.isin(flat, (PASS, FAIL_TOL, FAIL_NONFINITE))
+        t = g["time_median"][()].reshape(self.nranks, -1)
+        self.expect(ran.any(), where, "no cell was run")
+        self.expect((np.isfinite(t[ran]) & (t[ran] > 0)).all(), where + "/time_median", "run cells without a timing")
+        nc = g["n_checked"][()].reshape(self.nranks, -1)
+        self.expect((nc[ran] > 0).all(), where + "/n_checked", "run cells with no checked element")
+        self.expect(not ((flat == ERROR) & empty).any(), where + "/message", "error cells without a message")
+
+    def xarray_view(self, name, axes, axis_scales, doubles, ints):
+        where = "/%s (xarray)" % name
+        ds = xr.open_dataset(self.path, group=name, engine="h5netcdf")
+        want_dims = {"rank": self.nranks, "hist_bin": HIST_BINS}
+        want_dims.update({a: s.shape[0] for a, s in zip(axes, axis_scales)})
+        self.expect(dict(ds.sizes) == want_dims, where, "dimensions %s, expected %s" % (dict(ds.sizes), want_dims))
+        cell = ("rank",) + tuple(axes)
+        for v in ["status", "fingerprint", "message", "fp_agrees"] + doubles + ints:
+            self.expect(ds[v].dims == cell, where, "%s has dims %s, expected %s" % (v, ds[v].dims, cell))
+        for v in doubles:
+            self.expect(ds[v].dtype == np.float64, where, "%s decoded as %s" % (v, ds[v].dtype))
+        self.expect(ds["hist"].dims == cell + ("hist_bin",), where, "hist dims %s" % (ds["hist"].dims,))
+        for v in ("fp_distinct", "fp_majority"):
+            self.expect(ds[v].dims == tuple(axes), where, "%s dims %s" % (v, ds[v].dims))
+        self.expect(np.array_equal(ds["rank"].values, np.arange(self.nranks)), where, "rank coordinate")
+        for a, s in zip(axes, axis_scales):
+            got, want = ds[a].values, s[()]
+            if want.dtype.kind == "O":
+                want = np.array([w.decode() if isinstance(w, bytes) else w for w in want])
+            self.expect(np.array_equal(got.astype(want.dtype), want), where, "coordinate %s is %s, expected %s" % (a, got, want))
+        self.expect(ds["status"].attrs.get("flag_meanings") == " ".join(STATUS), where, "status flag_meanings")
+        ds.close()
+
+    def run(self):
+        doubles, ints = result_fields()
+        try:
+            f = h5py.File(self.path, "r")
+        except OSError as e:
+            self.bad("/", "cannot open: %s" % e)
+            return
+        with f:
+            if not self.root(f):
+                return
+            self.ranks(f)
+            families = [k for k in f if k != "ranks"]
+            self.expect(families, "/", "no family group")
+            for name in families:
+                if self.expect(isinstance(f[name], h5py.Group), "/" + name, "not a group"):
+                    self.family(f, name, doubles, ints)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="+", metavar="FILE")
+    ap.add_argument("--nranks", type=int, required=True)
+    ap.add_argument("--expect-run", action="store_true")
+    args = ap.parse_args()
+    if not HAVE_H5NETCDF:
+        print("check_layout: h5netcdf is not installed: the xarray view of the files is not checked", file=sys.stderr)
+    failed = 0
+    for path in args.files:
+        c = Checker(path, args.nranks, args.expect_run)
+        try:
+            c.run()
+        except Exception as e:  # a file so broken that a check itself fails is a mismatch too
+            c.bad("/", "check failed with %s: %s" % (type(e).__name__, e))
+        for p in c.problems:
+            print("check_layout: " + p, file=sys.stderr)
+        if c.problems:
+            failed += 1
+        else:
+            print("check_layout: %s: OK (%d ranks%s)" % (path, args.nranks, ", finished run" if args.expect_run else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+#!/bin/sh
+# resume_test.sh - --resume FILE (cpu backend, 2 ranks): a rerun with the same deck runs only
+# the cases whose status is not_run (and error ones with --retry-errors), writing into the
+# same file, and the result equals, case for case, one uninterrupted run with the same seed
+# (tests/system/compare_files.py: statuses, messages, fingerprints, error statistics and the fleet
+# fingerprint comparison; timings ignored), in fleet and split mode. The exit code of a
+# resumed run covers the results it kept. A different deck, --set, [run] setting, seed,
+# rank count, mode or family set, a missing or non-HDF5 file and contradictory options are
+# each a clear error: exit 2, a message naming the difference, and the file left untouched.
+# Interrupted files are made here by resetting the later half of every rank's cells of a
+# finished file to not_run, exactly as an interrupted run leaves them (kill_test.py and
+# signal_test.sh resume files of really interrupted runs).
+set -u
+: "${KVAL:?}" "${top_srcdir:?}" "${MPIRUN:=mpirun}" "${PYTHON:=python3}"
+[ -x "$KVAL" ] || { echo "SKIP: $KVAL not built"; exit 77; }
+"$PYTHON" -c "import h5py, numpy" 2>/dev/null || { echo "SKIP: h5py/numpy missing"; exit 77; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kval_resume.XXXXXX") && trap 'rm -rf "$tmp"' EXIT
+compare="$top_srcdir/tests/system/compare_files.py"
+rc=0
+fail() { echo "FAIL: $*"; rc=1; }
+
+deck="$tmp/resume.deck"
+cat >"$deck" <<'EOF'
+# resume_test deck
+[run]
+seed = 9
+warmup = 0
+min_reps = 1
+max_reps = 2
+time_cap = 0.01
+
+[fa2]
+precision = fp16:fp32 bf16:fp32
+headdim = 64
+seqlen = 96 128
+causal = 0 1
+heads = 2
+batch = 1
+
+[gemm]
+variant = cublas kval-mma
+precision = fp16:fp32 fp16:fp16
+layout = nn tn
+shape = 96x64x80
+
+[rmsnorm]
+precision = fp16:fp32 fp32:fp32
+rows = 64
+hidden = 256 320
+EOF
+
+# reset FILE MODE: MODE truncate: the later half of every rank's valid cells back to
+# not_run with fill values; MODE error: three of those cells to status error with a
+# message, as a backend failure leaves them. The fleet comparison goes back to its fill
+# and `complete` to 0, as after an interruption.
+reset() {
+  "$PYTHON" - "$1" "$2" <<'EOF'
+import sys
+import h5py
+import numpy as np
+path, mode = sys.argv[1], sys.argv[2]
+fill = {"fingerprint": 0, "hist": 0, "message": b"", "fp_agrees": 2, "fp_distinct": 0, "fp_majority": 0}
+with h5py.File(path, "r+") as f:
+    f.attrs["complete"] = 0
+    for name, g in f.items():
+        if name == "ranks":
+            continue
+        status = g["status"][...]
+        flat = status.reshape(status.shape[0], -1)
+        pick = np.zeros(flat.shape, bool)
+        pick[:, flat.shape[1] // 2:] = True
+        pick &= flat != 4
+        if mode == "error":
+            keep = np.argwhere(pick)[:3]
+            pick[:] = False
+            pick[tuple(keep.T)] = True
+        pick = pick.reshape(status.shape)
+        for dname, ds in g.items():
+            if dname in ("fp_distinct", "fp_majority"):
+                ds[...] = 0
+                continue
+            if ds.shape[:status.ndim] != status.shape or dname == "status":
+                continue
+            data = ds[...]
+            data[pick] = fill.get(dname, np.nan if data.dtype.kind == "f" else -1)
+            ds[...] = data
+        status[pick] = 5 if mode == "error" else 0
+        g["status"][...] = status
+        if mode == "error":
+            msg = g["message"][...]
+            msg[pick] = b"simulated backend error"
+            g["message"][...] = msg
+EOF
+}
+
+two="$MPIRUN -np 2 $KVAL --backend cpu --quiet"
+# run NAME WANT CMD...: CMD must exit WANT; output in $tmp/NAME.log.
+run() {
+  n=$1 want=$2; shift 2
+  "$@" >"$tmp/$n.log" 2>&1; got=$?
+  [ "$got" -eq "$want" ] || { fail "$n: exit $got, expected $want"; tail -n 5 "$tmp/$n.log"; }
+}
+same() { # NAME FILE REF
+  "$PYTHON" "$compare" "$2" "$3" >"$tmp/$1.cmp" || { fail "$1: differs from the uninterrupted run"; head -n 8 "$tmp/$1.cmp"; return; }
+  echo "ok $1: $(cat "$tmp/$1.cmp")"
+}
+
+run ref 0 $two "$deck" -o "$tmp/ref.h5"
+run ref_split 0 $two --mode split "$deck" -o "$tmp/ref_split.h5"
+run ref_fail 1 $two --inject nan@1:2 "$deck" -o "$tmp/ref_fail.h5"
+
+# Fleet mode: the later half of the cells is rerun; nothing else is touched.
+cp "$tmp/ref.h5" "$tmp/half.h5" && reset "$tmp/half.h5" truncate
+"$PYTHON" "$compare" --subset "$tmp/half.h5" "$tmp/ref.h5" >/dev/null || fail "the truncated file is not a subset"
+run resume_fleet 0 $MPIRUN -np 2 $KVAL --backend cpu "$deck" --resume "$tmp/half.h5"
+grep -q "results kept from the file" "$tmp/resume_fleet.log" || fail "resume_fleet: no 'results kept' message"
+same resume_fleet "$tmp/half.h5" "$tmp/ref.h5"
+
+# Split mode.
+cp "$tmp/ref_split.h5" "$tmp/half_split.h5" && reset "$tmp/half_split.h5" truncate
+run resume_split 0 $two --mode split "$deck" --resume "$tmp/half_split.h5"
+same resume_split "$tmp/half_split.h5" "$tmp/ref_split.h5"
+
+# A kept failure still decides the exit code (1), though the rerun cases all pass.
+cp "$tmp/ref_fail.h5" "$tmp/half_fail.h5" && reset "$tmp/half_fail.h5" truncate
+run resume_kept_failure 1 $two "$deck" --resume "$tmp/half_fail.h5"
+same resume_kept_failure "$tmp/half_fail.h5" "$tmp/ref_fail.h5"
+
+# A complete file: nothing to run, the file stays equal.
+cp "$tmp/ref.h5" "$tmp/complete.h5"
+run resume_complete 0 $two "$deck" --resume "$tmp/complete.h5"
+same resume_complete "$tmp/complete.h5" "$tmp/ref.h5"
+
+# Cases with status error are kept (exit 3) unless --retry-errors reruns them.
+cp "$tmp/ref.h5" "$tmp/errors.h5" && reset "$tmp/errors.h5" error
+run resume_keeps_errors 3 $two "$deck" --resume "$tmp/errors.h5"
+"$PYTHON" -c "
+import sys, h5py, numpy as np
+n = sum(int(np.count_nonzero(g['status'][...] == 5)) for k, g in h5py.File(sys.argv[1], 'r').items() if k != 'ranks')
+sys.exit(0 if n == 3 * 3 else 1)" "$tmp/errors.h5" || fail "resume without --retry-errors did not keep the 9 error cells"
+run resume_retry_errors 0 $two "$deck" --resume "$tmp/errors.h5" --retry-errors
+same resume_retry_errors "$tmp/errors.h5" "$tmp/ref.h5"
+
+# Incompatible reruns: exit 2, a message naming the difference, the file untouched (a
+# one-rank file, so that most of these start without mpirun).
+one="$KVAL --backend cpu --quiet"
+run ref1 0 $one "$deck" -o "$tmp/ref1.h5"
+cp "$tmp/ref1.h5" "$tmp/target.h5" && reset "$tmp/target.h5" truncate && cp "$tmp/target.h5" "$tmp/target.orig"
+sed 's/^seqlen = 96 128/seqlen = 96 128  # edited/' "$deck" >"$tmp/edited.deck"
+echo "not an HDF5 file" >"$tmp/text.h5"
+refuse() { # NAME PHRASE CMD...
+  n=$1 phrase=$2; shift 2
+  run "$n" 2 "$@"
+  grep -F -q -e "$phrase" "$tmp/$n.log" || fail "$n: no '$phrase' in: $(head -c 300 "$tmp/$n.log")"
+  cmp -s "$tmp/target.h5" "$tmp/target.orig" || { fail "$n: the file was modified"; cp "$tmp/target.orig" "$tmp/target.h5"; }
+  [ $rc -ne 0 ] || echo "ok $n: exit 2, '$phrase'"
+}
+t="$tmp/target.h5"
+refuse other_deck "the deck differs from the one that wrote the file, first at deck line 12" $one "$tmp/edited.deck" --resume "$t"
+refuse other_axis_values "value 2 of fa2.seqlen is 128 in the file, this run has 160" $one --set "fa2.seqlen=96 160" "$deck" --resume "$t"
+refuse other_axis_length "along seqlen" $one --set "fa2.seqlen=96 128 160" "$deck" --resume "$t"
+refuse other_param "gemm.alpha = 1, this run has 2" $one --set "gemm.alpha=2" "$deck" --resume "$t"
+refuse other_run_setting "the file has 'max_reps=2', this run has 'max_reps=3'" $one --set "run.max_reps=3" "$deck" --resume "$t"
+refuse other_seed "written with seed 9, this run has seed 10" $one --seed 10 "$deck" --resume "$t"
+refuse other_ranks "written by 1 ranks, this run has 2" $two "$deck" --resume "$t"
+refuse other_mode "mode 'fleet', this run has mode 'split'" $one --mode split "$deck" --resume "$t"
+refuse other_families "the file holds family /fa2, which this run does not plan" $one --only gemm,rmsnorm "$deck" --resume "$t"
+refuse missing_file "No such file or directory" $one "$deck" --resume "$tmp/none.h5"
+refuse not_hdf5 "not an HDF5 file" $one "$deck" --resume "$tmp/text.h5"
+refuse resume_and_output "name different files" $one "$deck" --resume "$t" -o "$tmp/other.h5"
+refuse resume_and_force "--force and --resume exclude each other" $one "$deck" --resume "$t" --force
+refuse retry_without_resume "--retry-errors needs --resume FILE" $one "$deck" --retry-errors -o "$tmp/x.h5"
+[ ! -e "$tmp/x.h5" ] && [ ! -e "$tmp/other.h5" ] && [ ! -e "$tmp/none.h5" ] || fail "a refused run created a file"
+# ... and the untouched file still resumes.
+run resume_after_refusals 0 $one "$deck" --resume "$t"
+same resume_after_refusals "$t" "$tmp/ref1.h5"
+
+# Never overwrite without --force or --resume (also in exit_codes.sh, here with 2 ranks).
+cp "$tmp/ref.h5" "$tmp/exists.h5" && cp "$tmp/ref.h5" "$tmp/exists.orig"
+refuse_exist() { run no_overwrite 2 "$@"; cmp -s "$tmp/exists.h5" "$tmp/exists.orig" || fail "an existing file was changed"; }
+refuse_exist $two "$deck" -o "$tmp/exists.h5"
+grep -q "exists; use --force" "$tmp/no_overwrite.log" || fail "no 'exists; use --force' message"
+[ $rc -ne 0 ] || echo "ok no_overwrite: exit 2 and the file is unchanged"
+exit $rc
