@@ -1,6 +1,6 @@
-/* common.c - family helpers: tensor specs, host input generation (the CPU twin of
- * kv_cuda_generate), bulk widening of storage buffers, the rounding of accumulator arrays at
- * k-step boundaries, and the row-list check of the references. */
+/* kit.c - what the families share on the host: tensor specs, host input generation (the CPU
+ * twin of kv_cuda_generate), bulk widening of storage buffers, and the row-list check of the
+ * references. */
 #include "families/kit.h"
 
 #include <stdlib.h>
@@ -64,11 +64,6 @@ void kv_to_double(const void *buf, kv_dtype t, size_t off, size_t n, double *dst
     memcpy(dst, (const double *)buf + off, n * sizeof(double));
     break;
   }
-}
-
-void kv_acc_round_array(float *x, size_t n, kv_dtype acc) {
-  if (acc == KV_FP32) return;
-  for (size_t i = 0; i < n; i++) x[i] = kv_round_f32(x[i], acc);
 }
 
 kv_status kv_check_rows(const size_t *rows, size_t n_rows, size_t total_rows, const char *family) {

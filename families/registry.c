@@ -1,21 +1,22 @@
-/* family.c - the kernel-family registry (one line per family) and lookups of axes,
- * parameters and case values by name. */
+/* registry.c - the kernel-family registry, expanded from families/families.def (one line per
+ * family), and lookups of axes, parameters and case values by name. */
 #include "family.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "families/families.h"
 #include "input/plan.h"
 
+#define KV_FAMILY(name) extern const kv_family kv_family_##name;
+#include "families/families.def"
+#undef KV_FAMILY
+
 const kv_family *const kv_families[] = {
-    &kv_family_fa2,
-    &kv_family_gemm,
-    &kv_family_layernorm,
-    &kv_family_rmsnorm,
+#define KV_FAMILY(name) &kv_family_##name,
+#include "families/families.def"
+#undef KV_FAMILY
     NULL,
 };
-
 const kv_family *kv_family_find(const char *name, int *index) {
   for (int i = 0; kv_families[i]; i++)
     if (strcmp(kv_families[i]->name, name) == 0) {

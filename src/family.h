@@ -1,10 +1,16 @@
 /* family.h - the kernel-family descriptor and its registry. A family (fa2, gemm, layernorm,
  * rmsnorm) declares its sweep axes and scalar parameters (its deck section), prunes invalid
  * cases, counts FLOPs and bytes, describes its input and output tensors, and brings its CPU
- * emulation (the cpu backend's kernel) and fp64 CPU reference. Its CUDA kernels are reached
- * through `cuda` (see cuda/kval_cuda.h). Adding a family is one folder and one registry line. */
+ * emulation (the cpu backend's kernel), its fp64 CPU reference and that reference's
+ * double-double twin. Its CUDA side is reached through `cuda` (family_cuda.h). A family is one
+ * folder families/<f>/ plus one line in families/families.def and one include line in
+ * Makefile.am (see families/README.md). */
 #ifndef KVAL_FAMILY_H
 #define KVAL_FAMILY_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #include <stddef.h>
 #include <stdint.h>
@@ -75,7 +81,19 @@ typedef struct {
   kv_tensor_spec in[KV_MAX_TENSORS], out[KV_MAX_TENSORS];
 } kv_tensors;
 
-struct kv_cuda_family; /* defined in cuda/kval_cuda.h */
+/* Resource usage of the kernel variant a case launches (-1 where unknown: the cpu backend,
+ * library kernels). */
+typedef struct {
+  int registers;   /* per thread */
+  int smem_bytes;  /* static + dynamic shared memory per block */
+  int local_bytes; /* local memory per thread (spills) */
+  int occupancy;   /* resident blocks per SM (cudaOccupancyMaxActiveBlocksPerMultiprocessor) */
+} kv_kernel_resources;
+
+typedef kv_status (*kv_reference_fn)(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
+                                     double *ref, double *mag, double *aux_ref);
+
+struct kv_cuda_family; /* family_cuda.h */
 
 typedef struct kv_family {
   const char *name;    /* deck section, HDF5 group */
@@ -90,12 +108,17 @@ typedef struct kv_family {
 
   /* The cpu backend's kernel: the same algorithm and precision model as the GPU kernel. */
   kv_status (*emulate)(const kv_case *c, void *const *in, void *const *out);
+  /* 1 when the GPU kernel of the case must reproduce the emulation bit for bit (the precision
+   * model is exact there, e.g. CUDA-core reductions in a 16-bit accumulator); NULL: never. */
+  int (*emulation_exact)(const kv_case *c);
 
   /* fp64 reference on the rounded inputs, for the listed output rows (rows of kv_cost):
    * ref and mag hold n_rows * row_len values, aux_ref (may be NULL) the auxiliary output of
    * those rows (one value per row for fa2's LSE). */
-  kv_status (*reference)(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
-                         double *ref, double *mag, double *aux_ref);
+  kv_reference_fn reference;
+  /* The same reference with double-double accumulation: the tests judge the fp64 one with it
+   * on ill-conditioned inputs. */
+  kv_reference_fn reference_dd;
 
   const struct kv_cuda_family *cuda; /* NULL when built without CUDA */
 } kv_family;
@@ -117,5 +140,9 @@ long long kv_case_int(const kv_case *c, const char *axis);
 const char *kv_case_str(const kv_case *c, const char *axis);
 /* "family[cell N] axis=value ..." for messages. */
 void kv_case_describe(const kv_case *c, char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

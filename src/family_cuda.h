@@ -1,62 +1,45 @@
-/* kval_cuda.h - the one extern "C" boundary between the C11 host code and the CUDA code.
- * Everything the host calls in src/cuda/ is declared here; .cu files include it to define
- * it. Without CUDA (configure --with-cuda=no) none of this is compiled or linked. */
-#ifndef KVAL_CUDA_H
-#define KVAL_CUDA_H
+/* family_cuda.h - the contract between a kernel family's CUDA side and the cuda backend: the
+ * one extern "C" boundary that each family's adapter (families/<f>/<f>_cuda.cu) implements.
+ * It sees nothing of the host but the family contract (family.h). A case is decoded once
+ * (prepare: kernel arguments, TMA descriptors, the reference's arguments), launched many
+ * times (launch: the only call the timing harness times), checked against the fp64 GPU
+ * reference, and released. Without CUDA (configure --with-cuda=no) none of this is linked. */
+#ifndef KVAL_FAMILY_CUDA_H
+#define KVAL_FAMILY_CUDA_H
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#include <stddef.h>
-#include <stdint.h>
-
-#include "backends/backend.h"
-#include "core/check.h"
 #include "family.h"
 
-/* Resource usage of the kernel variant a case launches. */
-typedef struct {
-  int registers;      /* per thread */
-  int smem_bytes;     /* static + dynamic shared memory per block */
-  int local_bytes;    /* local memory per thread (spills) */
-  int occupancy;      /* resident blocks per SM (cudaOccupancyMaxActiveBlocksPerMultiprocessor) */
-} kv_kernel_resources;
-
-/* A family's CUDA side. Device buffers are laid out exactly as the CPU ones (kv_tensors). */
 typedef struct kv_cuda_family {
-  /* Launch the kernel for the case on `stream` (a cudaStream_t); checks the launch. */
-  kv_status (*launch)(const kv_case *c, void *const *d_in, void *const *d_out, void *stream);
+  /* Decode the case for these device buffers (laid out as kv_tensors) into the family's own
+   * problem object, *problem, which release() frees. A case the kernel cannot run returns
+   * KV_ERR with *why a static reason; a failed CUDA call KV_ERR reported through CHECK_CUDA. */
+  kv_status (*prepare)(const kv_case *c, void *const *d_in, void *const *d_out, void **problem, const char **why);
+  /* One launch of the kernel on `stream` (a cudaStream_t), checked. */
+  kv_status (*launch)(const void *problem, void *stream);
   /* fp64 reference over the whole output: d_ref, d_mag (out count doubles each) and
    * d_aux_ref (rows doubles, or NULL when the family has no auxiliary output). */
-  kv_status (*reference)(const kv_case *c, const void *const *d_in, double *d_ref, double *d_mag,
-                         double *d_aux_ref, void *stream);
-  /* Resources of the kernel variant the case launches. */
-  kv_status (*resources)(const kv_case *c, kv_kernel_resources *r);
+  kv_status (*reference)(const void *problem, double *d_ref, double *d_mag, double *d_aux_ref, void *stream);
+  /* Resources of the kernel variant the problem launches (-1 where unknown, e.g. cuBLAS). */
+  kv_status (*resources)(const void *problem, kv_kernel_resources *r);
+  void (*release)(void *problem);
 } kv_cuda_family;
 
-extern const kv_cuda_family kv_cuda_layernorm, kv_cuda_rmsnorm, kv_cuda_gemm, kv_cuda_fa2;
+/* In an adapter: a kernel's refusal of a prepared problem reported and returned: st is the
+ * status of a call that has already set the static reason why (a CUDA failure was reported by
+ * CHECK_CUDA already). */
+#define KV_REFUSED(st, why, family) kv_refused((st), (why), (family), __FILE__, __LINE__)
+static inline kv_status kv_refused(kv_status st, const char *why, const char *family, const char *file, int line) {
+  if (st != KV_OK && why) kv_report(file, line, family, "%s", why);
+  return st;
+}
 
-/* Fill a device buffer with the tensor's inputs: element i = round_to(dtype,
- * kv_gen_value(key, i, dist, scale, offset)), bit-identical to the CPU generator. */
-kv_status kv_cuda_generate(void *d_buf, const kv_tensor_spec *t, uint64_t key, void *stream);
-
-/* kv_errstats_compute on the device (errstats_gpu.cu): the same statistics of n elements of a
- * device output d_out (flat indices d_index, or NULL for 0..n-1) against the device reference
- * d_ref and magnitude term d_mag. Maxima, counts, histogram, worst_index and p99_ulp equal the
- * host's; the sums differ from the host's only by summation order (deterministic). Ends with
- * a synchronize of `stream`. */
-kv_status kv_cuda_errstats(const void *d_out, kv_dtype out_t, const int64_t *d_index, const double *d_ref,
-                           const double *d_mag, size_t n, kv_precision prec, const kv_tolerance *tol, double red_len,
-                           kv_errstats *st, void *stream);
-
-/* A real sticky device error (fault.cu): a kernel that stores through an invalid device
- * address, then a synchronize of `stream`; returns KV_ERR with the fatal error deferred
- * (CHECK_CUDA), or KV_OK if the device did not fault. */
-kv_status kv_cuda_fault(void *stream);
-
-/* The cuda backend (its host logic lives in backend_cuda.cu). */
-extern const kv_backend kv_backend_cuda;
+#define KV_FAMILY(name) extern const kv_cuda_family kv_cuda_##name;
+#include "families/families.def"
+#undef KV_FAMILY
 
 #ifdef __cplusplus
 }
@@ -65,6 +48,7 @@ extern const kv_backend kv_backend_cuda;
 #ifdef HAVE_CONFIG_H
 #include "config.h" /* HAVE_CUDA */
 #endif
+/* The descriptor's `cuda` field: the family's CUDA side when built with CUDA. */
 #ifdef HAVE_CUDA
 #define KV_CUDA_FAMILY(x) (&(x))
 #else

@@ -1,6 +1,7 @@
 /* fa2.c - the fa2 family (FlashAttention-2 forward): axes, parameters, validity, FLOP and
  * byte counts, input tensors, and the case dimensions shared with the emulation
- * (fa2_emulate.c), the references (fa2_ref.c) and the CUDA kernel.
+ * (fa2_emulate.c), the references (fa2_cpu_ref.c) and the CUDA adapter (fa2_cuda.cu). What
+ * the kernels can run is fa2_limits.h's rule.
  *
  * Inputs by `dist`: normal / uniform: q, k, v from that base distribution, scale 1.
  * large_logits: q and k normal with scale 4, so the scaled scores q.k / sqrt(d) have a
@@ -13,7 +14,8 @@
 
 #include "family_cuda.h"
 #include "families/kit.h"
-#include "families/families.h"
+#include "families/fa2/fa2.h"
+#include "families/fa2/fa2_limits.h"
 
 #define FA2_LOG2E 1.4426950408889634074
 
@@ -42,7 +44,7 @@ static const kv_param_desc fa2_params[] = {
 void kv_fa2_dims_of(const kv_case *c, kv_fa2_dims *d) {
   long long tokens = (long long)kv_case_param(c, "tokens");
   double lk = kv_case_param(c, "seqlen_k"), scale = kv_case_param(c, "scale");
-  d->wgmma = strcmp(kv_case_str(c, "variant"), "kval-wgmma") == 0;
+  d->variant = kv_fa2_variant_of(kv_case_str(c, "variant"));
   d->headdim = kv_case_int(c, "headdim");
   d->seqlen = kv_case_int(c, "seqlen");
   d->causal = kv_case_int(c, "causal") != 0;
@@ -76,20 +78,11 @@ double kv_fa2_mag_rho(const kv_case *c) {
 }
 
 static const char *fa2_invalid(const kv_case *c, const char *backend) {
-  const char *why = kv_precision_invalid_reason(c->prec);
-  long long d = kv_case_int(c, "headdim");
-  double lk = kv_case_param(c, "seqlen_k");
   (void)backend;
-  if (why) return why;
-  if (c->prec.storage == KV_FP32) return "fp32 storage not implemented: kval's tensor-core kernels take fp16/bf16";
-  if (d != 32 && d != 64 && d != 96 && d != 128 && d != 256) return "headdim must be 32, 64, 96, 128 or 256";
-  if (strcmp(kv_case_str(c, "variant"), "kval-wgmma") == 0) {
-    if (d != 64 && d != 128) return "kval-wgmma: headdim must be 64 or 128 (kval-mma has 32, 64, 96, 128, 256)";
-    if (c->prec.accum != KV_FP32)
-      return "kval-wgmma: fp32 accumulation only (the reduced-accumulator models run on kval-mma)";
-  }
-  if (lk != floor(lk)) return "seqlen_k must be a whole number";
-  return NULL;
+  const char *why = kv_precision_invalid_reason(c->prec);
+  if (!why) why = kv_fa2_unsupported(kv_fa2_variant_of(kv_case_str(c, "variant")), kv_case_int(c, "headdim"), c->prec);
+  if (!why && kv_case_param(c, "seqlen_k") != floor(kv_case_param(c, "seqlen_k"))) why = "seqlen_k must be a whole number";
+  return why;
 }
 
 static void fa2_cost(const kv_case *c, kv_cost *o) {
@@ -146,6 +139,7 @@ const kv_family kv_family_fa2 = {
     .cost = fa2_cost,
     .tensors = fa2_tensors,
     .emulate = kv_fa2_emulate,
-    .reference = kv_fa2_reference,
+    .reference = kv_fa2_cpu_reference,
+    .reference_dd = kv_fa2_cpu_reference_dd,
     .cuda = KV_CUDA_FAMILY(kv_cuda_fa2),
 };

@@ -9,11 +9,13 @@
  * (a score error e_j changes P_j by about P_j e_j), and rho = u_storage / (u_acc sqrt(K))
  * (kv_fa2_mag_rho) covers the rounding of P to the storage type before P V, a per-term error
  * of u_storage that does not shrink with the accumulator. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "families/kit.h"
-#include "families/families.h"
+#include "numerics/dd.h"
+#include "families/fa2/fa2.h"
 
 typedef struct {
   kv_fa2_dims d;
@@ -165,12 +167,12 @@ static kv_status run_rows(const kv_case *c, const void *const *in, const size_t 
   return KV_OK;
 }
 
-kv_status kv_fa2_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows, double *ref,
+kv_status kv_fa2_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows, double *ref,
                            double *mag, double *aux_ref) {
   return run_rows(c, in, rows, n_rows, ref, mag, aux_ref, ref_row);
 }
 
-kv_status kv_fa2_reference_compensated(const kv_case *c, const void *const *in, const size_t *rows,
+kv_status kv_fa2_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows,
                                        size_t n_rows, double *ref, double *mag, double *aux_ref) {
   return run_rows(c, in, rows, n_rows, ref, mag, aux_ref, ref_row_dd);
 }

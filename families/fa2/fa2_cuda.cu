@@ -1,114 +1,90 @@
-/* fa2_launch.cu - kv_cuda_fa2, the fa2 family's CUDA side as the cuda backend sees it: a case
+/* fa2_cuda.cu - kv_cuda_fa2, the fa2 family's CUDA side as the cuda backend sees it: a case
  * (axes variant, precision, headdim, seqlen, causal, batch, heads; params tokens, seqlen_k,
- * scale; inputs q, k, v; outputs o and the fp32 LSE) becomes the kernel's kv_fa2_args, which
- * fa2_dispatch.cu launches with the variant's matching instantiation, and the reference's
- * kv_fa2_ref_args, which fa2_reference.cu evaluates in fp64. */
+ * scale; inputs q, k, v; outputs o and the fp32 LSE) becomes, once, the kernel's kv_fa2_args,
+ * which fa2_dispatch.cu launches with the variant's instantiation, and the reference's
+ * kv_fa2_ref_args, which fa2_gpu_ref.cu evaluates in fp64. */
+#include <new>
+
 #include "core/cuda_check.cuh"
+#include "families/fa2/fa2.h"
 #include "families/fa2/fa2_api.h"
 #include "family_cuda.h"
 
-extern "C" {
-#include "families/families.h"
-}
-
-/* Storage and accumulator codes of the kernel for the case's precision; KV_ERR (reported)
- * for a pair the kernel does not have. */
-static kv_status fa2_codes(const kv_case *c, int *store, int *acc) {
-  const kv_precision p = c->prec;
-  if (p.storage == KV_FP16 && (p.accum == KV_FP32 || p.accum == KV_FP16)) {
-    *store = KV_FA2_FP16;
-    *acc = p.accum == KV_FP32 ? KV_FA2_ACC_F32 : KV_FA2_ACC_F16;
-    return KV_OK;
-  }
-  if (p.storage == KV_BF16 && (p.accum == KV_FP32 || p.accum == KV_BF16)) {
-    *store = KV_FA2_BF16;
-    *acc = p.accum == KV_FP32 ? KV_FA2_ACC_F32 : KV_FA2_ACC_BF16;
-    return KV_OK;
-  }
-  kv_report(__FILE__, __LINE__, "fa2", "precision %s:%s has no fa2 kernel (fp16:fp32, fp16:fp16, bf16:fp32, bf16:bf16)",
-            kv_dtype_name(p.storage), kv_dtype_name(p.accum));
-  return KV_ERR;
-}
-
-static kv_status fa2_launch(const kv_case *c, void *const *d_in, void *const *d_out, void *stream) {
-  kv_fa2_dims d;
-  kv_fa2_dims_of(c, &d);
-  int store, acc;
-  KV_TRY(fa2_codes(c, &store, &acc));
-  if (d.batch > 0x7fffffffLL || d.seqlen > 0x7fffffffLL || d.seqlen_k > 0x7fffffffLL) {
-    kv_report(__FILE__, __LINE__, "fa2", "batch %lld, seqlen %lld or seqlen_k %lld exceeds the kernel's int range",
-              d.batch, d.seqlen, d.seqlen_k);
-    return KV_ERR;
-  }
+struct fa2_case {
+  int variant, headdim, causal;
+  kv_precision prec;
   kv_fa2_args a;
-  a.q = d_in[0];
-  a.k = d_in[1];
-  a.v = d_in[2];
-  a.o = d_out[0];
-  a.lse = static_cast<float *>(d_out[1]);
-  a.batch = (int)d.batch;
-  a.heads = (int)d.heads;
-  a.seqlen_q = (int)d.seqlen;
-  a.seqlen_k = (int)d.seqlen_k;
-  a.scale = d.scale_f;
-  a.scale_log2 = d.scale_log2;
-  const char *why = NULL;
-  const cudaError_t e = kv_fa2_variant_forward(d.wgmma ? KV_FA2_VARIANT_WGMMA : KV_FA2_VARIANT_MMA, a, (int)d.headdim,
-                                               store, acc, d.causal, static_cast<cudaStream_t>(stream), &why);
-  if (e == cudaErrorInvalidValue && why) {
-    (void)cudaGetLastError();
-    kv_report(__FILE__, __LINE__, "fa2", "%s", why);
-    return KV_ERR;
-  }
-  return CHECK_CUDA(e);
-}
+  kv_fa2_ref_args r;
+};
 
-static kv_status fa2_reference(const kv_case *c, const void *const *d_in, double *d_ref, double *d_mag,
-                               double *d_aux_ref, void *stream) {
+static kv_status fa2_prepare(const kv_case *c, void *const *d_in, void *const *d_out, void **problem,
+                             const char **why) {
   kv_fa2_dims d;
   kv_fa2_dims_of(c, &d);
-  int store, acc;
-  KV_TRY(fa2_codes(c, &store, &acc));
-  kv_fa2_ref_args r;
-  r.q = d_in[0];
-  r.k = d_in[1];
-  r.v = d_in[2];
-  r.store = store;
-  r.batch = d.batch;
-  r.heads = d.heads;
-  r.seqlen_q = d.seqlen;
-  r.seqlen_k = d.seqlen_k;
-  r.headdim = d.headdim;
-  r.causal = d.causal;
-  r.scale = d.scale;
-  r.rho = kv_fa2_mag_rho(c);
-  r.ref = d_ref;
-  r.mag = d_mag;
-  r.lse = d_aux_ref;
-  char err[512];
-  if (kv_fa2_reference_run(r, static_cast<cudaStream_t>(stream), err, sizeof err) != 0) {
-    kv_report(__FILE__, __LINE__, "fa2 reference", "%s", err);
-    (void)cudaGetLastError();
-    (void)CHECK_CUDA(cudaDeviceSynchronize()); /* a context the failure broke is fatal */
+  if (d.batch > 0x7fffffffLL || d.seqlen > 0x7fffffffLL || d.seqlen_k > 0x7fffffffLL) {
+    *why = "fa2: batch, seqlen or seqlen_k exceeds the kernel's int range";
     return KV_ERR;
   }
+  fa2_case *f = new (std::nothrow) fa2_case();
+  KV_TRY(CHECK_ALLOC(f));
+  f->variant = d.variant;
+  f->headdim = (int)d.headdim;
+  f->causal = d.causal;
+  f->prec = c->prec;
+  *why = kv_fa2_unsupported(f->variant, f->headdim, f->prec);
+  if (*why) {
+    delete f;
+    return KV_ERR;
+  }
+  f->a.q = d_in[0];
+  f->a.k = d_in[1];
+  f->a.v = d_in[2];
+  f->a.o = d_out[0];
+  f->a.lse = static_cast<float *>(d_out[1]);
+  f->a.batch = (int)d.batch;
+  f->a.heads = (int)d.heads;
+  f->a.seqlen_q = (int)d.seqlen;
+  f->a.seqlen_k = (int)d.seqlen_k;
+  f->a.scale = d.scale_f;
+  f->a.scale_log2 = d.scale_log2;
+  f->r.q = d_in[0];
+  f->r.k = d_in[1];
+  f->r.v = d_in[2];
+  f->r.store = c->prec.storage;
+  f->r.batch = d.batch;
+  f->r.heads = d.heads;
+  f->r.seqlen_q = d.seqlen;
+  f->r.seqlen_k = d.seqlen_k;
+  f->r.headdim = d.headdim;
+  f->r.causal = d.causal;
+  f->r.scale = d.scale;
+  f->r.rho = kv_fa2_mag_rho(c);
+  *problem = f;
   return KV_OK;
 }
 
-static kv_status fa2_resources(const kv_case *c, kv_kernel_resources *res) {
-  kv_fa2_dims d;
-  kv_fa2_dims_of(c, &d);
-  int store, acc;
-  KV_TRY(fa2_codes(c, &store, &acc));
+static kv_status fa2_launch(const void *problem, void *stream) {
+  const fa2_case *f = static_cast<const fa2_case *>(problem);
+  const char *why = nullptr;
+  const kv_status st =
+      kv_fa2_forward(f->variant, f->a, f->headdim, f->prec, f->causal, static_cast<cudaStream_t>(stream), &why);
+  return KV_REFUSED(st, why, "fa2");
+}
+
+static kv_status fa2_reference(const void *problem, double *d_ref, double *d_mag, double *d_aux_ref, void *stream) {
+  kv_fa2_ref_args r = static_cast<const fa2_case *>(problem)->r;
+  r.ref = d_ref;
+  r.mag = d_mag;
+  r.lse = d_aux_ref;
+  return kv_fa2_gpu_reference(r, static_cast<cudaStream_t>(stream));
+}
+
+static kv_status fa2_resources(const void *problem, kv_kernel_resources *res) {
+  const fa2_case *f = static_cast<const fa2_case *>(problem);
   kv_fa2_kernel_info info;
-  const char *why = NULL;
-  const cudaError_t e = kv_fa2_variant_resources(d.wgmma ? KV_FA2_VARIANT_WGMMA : KV_FA2_VARIANT_MMA, (int)d.headdim,
-                                                 store, acc, d.causal, &info, &why);
-  if (e == cudaErrorInvalidValue && why) {
-    kv_report(__FILE__, __LINE__, "fa2", "%s", why);
-    return KV_ERR;
-  }
-  KV_TRY(CHECK_CUDA(e));
+  const char *why = nullptr;
+  const kv_status st = kv_fa2_resources(f->variant, f->headdim, f->prec, f->causal, &info, &why);
+  KV_TRY(KV_REFUSED(st, why, "fa2"));
   res->registers = info.registers;
   res->smem_bytes = info.smem_bytes;
   res->local_bytes = info.local_bytes;
@@ -116,4 +92,6 @@ static kv_status fa2_resources(const kv_case *c, kv_kernel_resources *res) {
   return KV_OK;
 }
 
-const kv_cuda_family kv_cuda_fa2 = {fa2_launch, fa2_reference, fa2_resources};
+static void fa2_release(void *problem) { delete static_cast<fa2_case *>(problem); }
+
+extern "C" const kv_cuda_family kv_cuda_fa2 = {fa2_prepare, fa2_launch, fa2_reference, fa2_resources, fa2_release};

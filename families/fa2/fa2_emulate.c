@@ -19,12 +19,14 @@
  * End: o_d * (1 / l) (1 when l is 0 or NaN) rounded to storage; lse = m * scale_f + log(l)
  * (log in double, rounded to fp32) in fp32, or -inf for a fully masked row (l = 0), whose
  * output is 0. scale_f and scale_log2 come from kv_fa2_dims_of(). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "families/kit.h"
+#include "numerics/accum.h"
 #include "families/fa2/fa2_limits.h"
-#include "families/families.h"
+#include "families/fa2/fa2.h"
 
 typedef struct {
   kv_fa2_dims d;
@@ -43,7 +45,7 @@ static kv_status work_alloc(fa2_work *w, const kv_case *c) {
   kv_fa2_dims_of(c, &w->d);
   w->st = c->prec.storage;
   w->acc = c->prec.accum;
-  w->bn = w->d.wgmma ? KV_FA2_WGMMA_BLOCK_N(w->d.headdim) : KV_FA2_BLOCK_N(w->d.headdim);
+  w->bn = w->d.variant == KV_FA2_WGMMA ? KV_FA2_WGMMA_BLOCK_N(w->d.headdim) : KV_FA2_BLOCK_N(w->d.headdim);
   size_t hd = (size_t)w->d.headdim, kv = (size_t)w->d.seqlen_k * hd;
   w->kt = KV_MALLOC(kv * sizeof(float));
   w->vf = KV_MALLOC(kv * sizeof(float));

@@ -1,5 +1,5 @@
-/* fa2_reference.cu - the GPU fp64 reference of the fa2 family: the definition of
- * families/fa2_ref.c evaluated for every row with cuBLAS DGEMM. Per (batch, head) and chunk
+/* fa2_gpu_ref.cu - the GPU fp64 reference of the fa2 family: the definition of
+ * fa2_cpu_ref.c evaluated for every row with cuBLAS DGEMM. Per (batch, head) and chunk
  * of query rows:
  *   S = scale * Q K^T and A = scale * |Q| |K|^T   (DGEMM, keys up to the chunk's last visible one)
  *   per row: m = max over visible keys of S, p_j = exp(S_j - m) (0 for masked keys),
@@ -11,8 +11,8 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
-#include <cstdio>
 
+#include "core/cublas_check.h"
 #include "families/fa2/fa2_api.h"
 
 namespace {
@@ -20,14 +20,14 @@ namespace {
 constexpr long long kChunkElems = 1LL << 25; /* doubles in one score buffer (256 MB) */
 constexpr int kRowThreads = 256;
 
-__device__ __forceinline__ double widen(const uint16_t *p, long long i, int store) {
+__device__ __forceinline__ double widen(const uint16_t *p, long long i, kv_dtype store) {
   const uint16_t bits = p[i];
-  if (store == KV_FA2_FP16) return static_cast<double>(__half2float(__ushort_as_half(bits)));
+  if (store == KV_FP16) return static_cast<double>(__half2float(__ushort_as_half(bits)));
   return static_cast<double>(__uint_as_float(static_cast<uint32_t>(bits) << 16));
 }
 
 /* dst[j * D + d] = x(b, row0 + j, h, d) and its absolute value, for j < rows. */
-__global__ void widen_rows(const uint16_t *src, int store, long long len, long long heads, long long D, long long b,
+__global__ void widen_rows(const uint16_t *src, kv_dtype store, long long len, long long heads, long long D, long long b,
                            long long h, long long row0, long long rows, double *dst, double *dst_abs) {
   const long long n = rows * D;
   for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < n;
@@ -114,58 +114,37 @@ struct workspace {
   ~workspace() {
     double *all[] = {kd, ka, vd, va, qd, qa, s, a, l};
     for (double *p : all)
-      if (p) cudaFree(p);
-    if (blas) cublasDestroy(blas);
+      if (p) (void)CHECK_CUDA(cudaFree(p));
+    if (blas) (void)CHECK_CUBLAS(cublasDestroy(blas));
   }
 };
-
-struct failure {
-  char *err;
-  size_t len;
-  int cuda(cudaError_t e, const char *call, int line) {
-    if (e == cudaSuccess) return 0;
-    snprintf(err, len, "%s:%d: %s: %s (%s)", __FILE__, line, call, cudaGetErrorName(e), cudaGetErrorString(e));
-    return 1;
-  }
-  int blas(cublasStatus_t e, const char *call, int line) {
-    if (e == CUBLAS_STATUS_SUCCESS) return 0;
-    snprintf(err, len, "%s:%d: %s: %s", __FILE__, line, call, cublasGetStatusName(e));
-    return 1;
-  }
-};
-#define REF_CUDA(call) \
-  if (fail.cuda((call), #call, __LINE__)) return 1
-#define REF_BLAS(call) \
-  if (fail.blas((call), #call, __LINE__)) return 1
 
 }  // namespace
 
-size_t kv_fa2_reference_workspace(const kv_fa2_ref_args &r) {
+size_t kv_fa2_gpu_reference_workspace(const kv_fa2_ref_args &r) {
   const long long nr = chunk_rows(r), lk = r.seqlen_k, D = r.headdim;
   return sizeof(double) * static_cast<size_t>(4 * lk * D + 2 * nr * D + 2 * nr * (lk > 0 ? lk : 1) + nr);
 }
 
-int kv_fa2_reference_run(const kv_fa2_ref_args &r, cudaStream_t stream, char *err, size_t errlen) {
-  failure fail{err, errlen};
-  if (errlen) err[0] = '\0';
+kv_status kv_fa2_gpu_reference(const kv_fa2_ref_args &r, cudaStream_t stream) {
   const long long lq = r.seqlen_q, lk = r.seqlen_k, D = r.headdim, H = r.heads;
-  if (r.batch <= 0 || lq <= 0 || H <= 0) return 0;
+  if (r.batch <= 0 || lq <= 0 || H <= 0) return KV_OK;
   const long long nr = chunk_rows(r), ldk = lk > 0 ? lk : 1;
   const uint16_t *q = static_cast<const uint16_t *>(r.q), *k = static_cast<const uint16_t *>(r.k),
                  *v = static_cast<const uint16_t *>(r.v);
   workspace w;
   const size_t kv_bytes = sizeof(double) * static_cast<size_t>(ldk * D);
-  REF_CUDA(cudaMalloc(&w.kd, kv_bytes));
-  REF_CUDA(cudaMalloc(&w.ka, kv_bytes));
-  REF_CUDA(cudaMalloc(&w.vd, kv_bytes));
-  REF_CUDA(cudaMalloc(&w.va, kv_bytes));
-  REF_CUDA(cudaMalloc(&w.qd, sizeof(double) * static_cast<size_t>(nr * D)));
-  REF_CUDA(cudaMalloc(&w.qa, sizeof(double) * static_cast<size_t>(nr * D)));
-  REF_CUDA(cudaMalloc(&w.s, sizeof(double) * static_cast<size_t>(nr * ldk)));
-  REF_CUDA(cudaMalloc(&w.a, sizeof(double) * static_cast<size_t>(nr * ldk)));
-  REF_CUDA(cudaMalloc(&w.l, sizeof(double) * static_cast<size_t>(nr)));
-  REF_BLAS(cublasCreate(&w.blas));
-  REF_BLAS(cublasSetStream(w.blas, stream));
+  KV_TRY(CHECK_CUDA(cudaMalloc(&w.kd, kv_bytes)));
+  KV_TRY(CHECK_CUDA(cudaMalloc(&w.ka, kv_bytes)));
+  KV_TRY(CHECK_CUDA(cudaMalloc(&w.vd, kv_bytes)));
+  KV_TRY(CHECK_CUDA(cudaMalloc(&w.va, kv_bytes)));
+  KV_TRY(CHECK_CUDA(cudaMalloc(&w.qd, sizeof(double) * static_cast<size_t>(nr * D))));
+  KV_TRY(CHECK_CUDA(cudaMalloc(&w.qa, sizeof(double) * static_cast<size_t>(nr * D))));
+  KV_TRY(CHECK_CUDA(cudaMalloc(&w.s, sizeof(double) * static_cast<size_t>(nr * ldk))));
+  KV_TRY(CHECK_CUDA(cudaMalloc(&w.a, sizeof(double) * static_cast<size_t>(nr * ldk))));
+  KV_TRY(CHECK_CUDA(cudaMalloc(&w.l, sizeof(double) * static_cast<size_t>(nr))));
+  KV_TRY(CHECK_CUBLAS(cublasCreate(&w.blas)));
+  KV_TRY(CHECK_CUBLAS(cublasSetStream(w.blas, stream)));
   const double one = 1.0, zero = 0.0, scale = r.scale;
   const int iD = static_cast<int>(D), ild = static_cast<int>(ldk), ldo = static_cast<int>(H * D);
 
@@ -173,9 +152,9 @@ int kv_fa2_reference_run(const kv_fa2_ref_args &r, cudaStream_t stream, char *er
     for (long long h = 0; h < H; ++h) {
       if (lk > 0) {
         widen_rows<<<grid_for(lk * D), 256, 0, stream>>>(k, r.store, lk, H, D, b, h, 0, lk, w.kd, w.ka);
-        REF_CUDA(cudaGetLastError());
+        KV_TRY(CHECK_CUDA(cudaGetLastError()));
         widen_rows<<<grid_for(lk * D), 256, 0, stream>>>(v, r.store, lk, H, D, b, h, 0, lk, w.vd, w.va);
-        REF_CUDA(cudaGetLastError());
+        KV_TRY(CHECK_CUDA(cudaGetLastError()));
       }
       for (long long r0 = 0; r0 < lq; r0 += nr) {
         const long long rows = lq - r0 < nr ? lq - r0 : nr;
@@ -185,28 +164,29 @@ int kv_fa2_reference_run(const kv_fa2_ref_args &r, cudaStream_t stream, char *er
         const size_t out_off = static_cast<size_t>(((b * lq + r0) * H + h) * D);
         if (nk > 0) {
           widen_rows<<<grid_for(rows * D), 256, 0, stream>>>(q, r.store, lq, H, D, b, h, r0, rows, w.qd, w.qa);
-          REF_CUDA(cudaGetLastError());
+          KV_TRY(CHECK_CUDA(cudaGetLastError()));
           /* column-major: S^T (nk x rows, ld lk) = K (nk x D) Q^T; K, Q stored row-major, ld D */
-          REF_BLAS(cublasDgemm(w.blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nk), static_cast<int>(rows), iD,
-                               &scale, w.kd, iD, w.qd, iD, &zero, w.s, ild));
-          REF_BLAS(cublasDgemm(w.blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nk), static_cast<int>(rows), iD,
-                               &scale, w.ka, iD, w.qa, iD, &zero, w.a, ild));
+          const int ink = static_cast<int>(nk), irows = static_cast<int>(rows);
+          KV_TRY(CHECK_CUBLAS(cublasDgemm(w.blas, CUBLAS_OP_T, CUBLAS_OP_N, ink, irows, iD, &scale, w.kd, iD, w.qd, iD,
+                                          &zero, w.s, ild)));
+          KV_TRY(CHECK_CUBLAS(cublasDgemm(w.blas, CUBLAS_OP_T, CUBLAS_OP_N, ink, irows, iD, &scale, w.ka, iD, w.qa, iD,
+                                          &zero, w.a, ild)));
         }
         softmax_rows<<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(
             w.s, w.a, w.l, r.lse, ldk, nk, lq, lk, r.causal, b, h, H, r0, r.rho);
-        REF_CUDA(cudaGetLastError());
+        KV_TRY(CHECK_CUDA(cudaGetLastError()));
         if (nk > 0) {
           /* column-major: O^T (D x rows, ld H*D) = V^T (D x nk, ld D) P^T (nk x rows, ld lk) */
-          REF_BLAS(cublasDgemm(w.blas, CUBLAS_OP_N, CUBLAS_OP_N, iD, static_cast<int>(rows), static_cast<int>(nk),
-                               &one, w.vd, iD, w.s, ild, &zero, r.ref + out_off, ldo));
-          REF_BLAS(cublasDgemm(w.blas, CUBLAS_OP_N, CUBLAS_OP_N, iD, static_cast<int>(rows), static_cast<int>(nk),
-                               &one, w.va, iD, w.a, ild, &zero, r.mag + out_off, ldo));
+          const int ink = static_cast<int>(nk), irows = static_cast<int>(rows);
+          KV_TRY(CHECK_CUBLAS(cublasDgemm(w.blas, CUBLAS_OP_N, CUBLAS_OP_N, iD, irows, ink, &one, w.vd, iD, w.s, ild,
+                                          &zero, r.ref + out_off, ldo)));
+          KV_TRY(CHECK_CUBLAS(cublasDgemm(w.blas, CUBLAS_OP_N, CUBLAS_OP_N, iD, irows, ink, &one, w.va, iD, w.a, ild,
+                                          &zero, r.mag + out_off, ldo)));
         }
         normalise_rows<<<grid_for(rows * D), 256, 0, stream>>>(r.ref + out_off, r.mag + out_off, w.l, rows, D,
                                                                H * D);
-        REF_CUDA(cudaGetLastError());
+        KV_TRY(CHECK_CUDA(cudaGetLastError()));
       }
     }
-  REF_CUDA(cudaStreamSynchronize(stream));
-  return 0;
+  return CHECK_CUDA(cudaStreamSynchronize(stream));
 }

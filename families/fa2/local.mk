@@ -1,8 +1,8 @@
 # families/fa2/local.mk - the fa2 family in kval's one Makefile: descriptor, CPU reference and
-# emulation in libkval.a; with CUDA the kernels, dispatcher, adapter and GPU reference, and
-# the bench driver, whose `check` is a GPU test; the family's unit test.
+# emulation in libkval.a; with CUDA the kernels, dispatcher, adapter and GPU reference; the
+# family's unit test and test decks.
 src_libkval_a_SOURCES += \
-	families/fa2/fa2.c families/fa2/fa2_limits.h families/fa2/fa2_cpu_ref.c families/fa2/fa2_emulate.c
+	families/fa2/fa2.h families/fa2/fa2.c families/fa2/fa2_limits.h families/fa2/fa2_cpu_ref.c families/fa2/fa2_emulate.c
 if HAVE_CUDA
 src_libkval_a_SOURCES += \
 	families/fa2/fa2_api.h families/fa2/fa2_common.cuh \
@@ -12,13 +12,8 @@ src_libkval_a_SOURCES += \
 	families/fa2/inst/fa2_mma_d128.cu families/fa2/inst/fa2_mma_d256.cu \
 	families/fa2/inst/fa2_wgmma_d64.cu families/fa2/inst/fa2_wgmma_d128.cu \
 	families/fa2/fa2_dispatch.cu families/fa2/fa2_cuda.cu families/fa2/fa2_gpu_ref.cu
-check_PROGRAMS += families/fa2/bench/fa2_bench
-families_fa2_bench_fa2_bench_SOURCES = families/fa2/bench/fa2_bench.cu families/fa2/bench/fa2_variants.h \
-	families/fa2/bench/fa2_variants_common.cuh families/fa2/bench/fa2_variants.cu \
-	families/fa2/bench/fa2_variants_d64.cu families/fa2/bench/fa2_variants_d128.cu
-TESTS += families/fa2/fa2_check.sh
 endif
 check_PROGRAMS += families/fa2/test_fa2
 families_fa2_test_fa2_SOURCES = families/fa2/test_fa2.c $(FAMILY_TEST_KIT)
 TESTS += families/fa2/test_fa2
-EXTRA_DIST += families/fa2/fa2_check.sh families/fa2/bench/peers.py
+EXTRA_DIST += families/fa2/test.deck families/fa2/sanitize.deck families/fa2/bench/peers.py

@@ -10,7 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "families/testkit/family_case.h"
+#include "families/fa2/fa2.h"
+#include "families/testkit/family_checks.h"
 #include "tests/unit/test_util.h"
 
 static const char *const precisions[] = {"fp16:fp32", "fp16:fp16", "bf16:fp32", "bf16:bf16"};
@@ -238,6 +239,111 @@ static void test_emulation_vs_reference(void) {
             fcase_free(&f);
           }
 }
+static const axis_want fa2_axes[] = {
+    {"variant", KV_AXIS_STR, "kval-wgmma kval-mma", "kval-wgmma kval-mma", 0, 0},
+    {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0},
+    {"headdim", KV_AXIS_INT, "64 128", NULL, 32, 256},
+    {"seqlen", KV_AXIS_INT, "512 1024 2048", NULL, 1, 1048576},
+    {"causal", KV_AXIS_INT, "0 1", NULL, 0, 1},
+    {"batch", KV_AXIS_INT, "0", NULL, 0, 65536},
+    {"heads", KV_AXIS_INT, "16", NULL, 1, 1024},
+    {"dist", KV_AXIS_STR, "normal", "normal uniform large_logits", 0, 0},
+    {NULL, KV_AXIS_INT, NULL, NULL, 0, 0}};
+static const param_want fa2_params[] = {
+    {"tokens", 16384, 1, 2147483648.0}, {"seqlen_k", 0, 0, 1048576}, {"scale", 0, 0, 1e6}, {NULL, 0, 0, 0}};
+
+static void test_invalid_fa2(void) {
+  const char *fp32 = "fp32 storage not implemented: kval's tensor-core kernels take fp16/bf16";
+  EXPECT_STREQ(invalid_of(&kv_family_fa2, "precision=fp16:fp32 headdim=64", "cpu"), NULL);
+  EXPECT_STREQ(invalid_of(&kv_family_fa2, "variant=kval-mma precision=bf16:bf16 headdim=256", "cuda"), NULL);
+  EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "variant=kval-wgmma headdim=256", "cuda"), "kval-wgmma: headdim");
+  EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "variant=kval-wgmma precision=fp16:fp16", "cpu"), "fp32 accumulation");
+  EXPECT_STREQ(invalid_of(&kv_family_fa2, "variant=kval-wgmma precision=bf16:fp32 headdim=128", "cpu"), NULL);
+  EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "headdim=48", "cpu"), "headdim");
+  EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "headdim=160", "cuda"), "headdim");
+  EXPECT_STREQ(invalid_of(&kv_family_fa2, "precision=fp32:fp32", "cuda"), fp32);
+  EXPECT(invalid_of(&kv_family_fa2, "precision=fp16:bf16", "cpu") != NULL, "fp16 storage, bf16 accumulation");
+  EXPECT_STREQ(invalid_of(&kv_family_fa2, "causal=1 seqlen=512 seqlen_k=300", "cpu"), NULL);
+  EXPECT_STREQ(invalid_of(&kv_family_fa2, "seqlen=1048576 headdim=128", "cpu"), NULL);
+  EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "seqlen_k=10.5", "cpu"), "seqlen_k");
+}
+
+static void test_cost_fa2(void) {
+
+  /* fa2: tokens 16384 / seqlen 512 = batch 32; q has 32*512*16*64 = 2^24 elements */
+  kv_cost c = cost_of(&kv_family_fa2, "precision=fp16:fp32 headdim=64 seqlen=512 causal=0 heads=16");
+  EXPECT(c.flops == 4.0 * 32 * 16 * 512 * 512 * 64, "fa2 flops %g", c.flops);
+  EXPECT(c.bytes == 4.0 * 16777216 * 2 + 4.0 * 262144, "fa2 bytes %g", c.bytes);
+  EXPECT(c.rows == 262144 && c.row_len == 64 && c.red_len == 512, "fa2 rows %zu x %zu, K %g", c.rows, c.row_len,
+         c.red_len);
+  /* + the GPU reference workspace: fp64 K, |K|, V, |V| (4*512*64) and a chunk of 512 query rows
+   * (outputs 2*512*64, scores and probabilities 2*512*512, row sums 512) */
+  EXPECT(c.device_bytes == c.bytes + 16.0 * 16777216 + 8.0 * 262144 + 8.0 * (4 * 512 * 64 + 2 * 512 * 64 + 2 * 512 * 512 + 512),
+         "fa2 device bytes %g", c.device_bytes);
+  kv_cost cc = cost_of(&kv_family_fa2, "precision=fp16:fp32 headdim=64 seqlen=512 causal=1 heads=16");
+  EXPECT(cc.flops == c.flops / 2, "causal self-attention: half the flops (%g)", cc.flops);
+  /* cross-attention, 2 batches x 4 heads, d = 32: visible pairs 15 / 12 (3x5 causal) / 6 (5x3 causal) */
+  kv_cost x = cost_of(&kv_family_fa2, "headdim=32 seqlen=3 seqlen_k=5 batch=2 heads=4 causal=0");
+  kv_cost xc = cost_of(&kv_family_fa2, "headdim=32 seqlen=3 seqlen_k=5 batch=2 heads=4 causal=1");
+  kv_cost xm = cost_of(&kv_family_fa2, "headdim=32 seqlen=5 seqlen_k=3 batch=2 heads=4 causal=1");
+  EXPECT(x.flops == 4.0 * 8 * 15 * 32 && xc.flops == 4.0 * 8 * 12 * 32 && xm.flops == 4.0 * 8 * 6 * 32,
+         "cross flops %g %g %g", x.flops, xc.flops, xm.flops);
+  EXPECT(xc.ref_flops == 8.0 * 12 * (8 * 32 + 20) && x.red_len == 32 && xm.red_len == 32, "cross ref flops %g",
+         xc.ref_flops);
+  EXPECT(cost_of(&kv_family_fa2, "seqlen=100000").rows == 100000 * 16, "batch = max(1, tokens / seqlen)");
+}
+
+static void test_tensors_fa2(void) {
+  fcase f;
+
+  fcase_make(&f, &kv_family_fa2, "precision=bf16:fp32 headdim=32 seqlen=10 seqlen_k=7 batch=2 heads=3 dist=large_logits");
+  EXPECT(f.t.n_in == 3 && f.t.n_out == 2, "fa2 tensors %d in %d out", f.t.n_in, f.t.n_out);
+  EXPECT(spec_is(&f.t.in[0], "q", KV_BF16, 2 * 10 * 3 * 32, KV_DIST_NORMAL, 4.0, 0.0) &&
+             spec_is(&f.t.in[1], "k", KV_BF16, 2 * 7 * 3 * 32, KV_DIST_NORMAL, 4.0, 0.0) &&
+             spec_is(&f.t.in[2], "v", KV_BF16, 2 * 7 * 3 * 32, KV_DIST_NORMAL, 1.0, 0.0),
+         "fa2 large_logits inputs");
+  EXPECT(f.t.out[0].dtype == KV_BF16 && f.t.out[0].count == 1920 && f.t.out[1].dtype == KV_FP32 &&
+             f.t.out[1].count == 60,
+         "fa2 outputs o and lse");
+  fcase_free(&f);
+  fcase_make(&f, &kv_family_fa2, "headdim=32 seqlen=10 batch=1 heads=1 dist=uniform");
+  EXPECT(f.t.in[0].dist == KV_DIST_UNIFORM && f.t.in[2].dist == KV_DIST_UNIFORM && f.t.in[1].scale == 1.0,
+         "fa2 uniform inputs");
+  fcase_free(&f);
+}
+
+/* Keys come in equal pairs (equal weights), values in pairs v and -v + N(0,1) with
+ * v = 100 + N(0,1): o = sum over pairs of P (v + v') is small against sum P |v|. */
+static void test_reference_dd(const char *prec) {
+  char spec[160];
+  snprintf(spec, sizeof spec, "precision=%s headdim=64 seqlen=40 seqlen_k=300 heads=2 batch=1 causal=1", prec);
+  fcase p, c;
+  fcase_make(&p, &kv_family_fa2, spec);
+  fcase_make(&c, &kv_family_fa2, spec);
+  fcase_generate(&p, 9);
+  kv_dtype st = p.c.prec.storage;
+  kv_tensor_spec v = p.t.in[2];
+  v.offset = 100.0;
+  kv_generate_host(&v, 78, p.in[2]);
+  const size_t row = 2 * 64; /* one key position: 2 heads x 64 */
+  for (size_t j = 1; j < 300; j += 2)
+    for (size_t e = 0; e < row; e++) {
+      kv_store(p.in[1], j * row + e, st, kv_load(p.in[1], (j - 1) * row + e, st));
+      double noise = kv_load(p.in[2], j * row + e, st) - 100.0;
+      kv_store(p.in[2], j * row + e, st, -kv_load(p.in[2], (j - 1) * row + e, st) + noise);
+    }
+  copy_inputs(&c, &p);
+  run_both(&p, &c);
+  char what[64];
+  snprintf(what, sizeof what, "fa2 %s", prec);
+  expect_agreement(what, compare(&p, &c), 1e3);
+  double lse = 0.0;
+  for (size_t r = 0; r < p.n_rows; r++) lse = fmax(lse, fabs(p.aux_ref[r] - c.aux_ref[r]) / fabs(c.aux_ref[r]));
+  EXPECT(lse < 1e-14, "fa2 %s: lse differs by %g relative", prec, lse);
+  fcase_free(&p);
+  fcase_free(&c);
+}
+
 int main(void) {
   TEST("one-hot attention returns the hot value row, in the first and in a partial last block");
   for (int p = 0; p < 4; p++) {
@@ -260,5 +366,16 @@ int main(void) {
   test_p_rounding("bf16:fp32");
   TEST("emulation vs fp64 reference within the default tolerance");
   test_emulation_vs_reference();
+  TEST("descriptor: axes and params as agreed");
+  check_descriptor(&kv_family_fa2, fa2_axes, fa2_params);
+  TEST("rules of invalid()");
+  test_invalid_fa2();
+  TEST("FLOP, byte and row counts");
+  test_cost_fa2();
+  TEST("input tensors per distribution");
+  test_tensors_fa2();
+  TEST("fp64 reference vs double-double on cancelling value rows");
+  test_reference_dd("fp16:fp16"); /* accumulators equal to storage: mag ~ sum P |v| (1 + scale sum |q k|) */
+  test_reference_dd("bf16:bf16");
   return TEST_RETURN();
 }

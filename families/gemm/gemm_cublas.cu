@@ -8,14 +8,8 @@
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 
+#include "core/cublas_check.h"
 #include "families/gemm/gemm_api.h"
-
-static kv_status kv_cublas_check(cublasStatus_t s, const char *call, const char *file, int line) {
-  if (s == CUBLAS_STATUS_SUCCESS) return KV_OK;
-  kv_report(file, line, "cuBLASLt", "%s failed: status %d", call, (int)s);
-  return KV_ERR;
-}
-#define KV_CUBLAS(call) kv_cublas_check((call), #call, __FILE__, __LINE__)
 
 static const size_t kv_lt_workspace_bytes = (size_t)32 << 20;
 
@@ -43,7 +37,7 @@ static void kv_lt_drop_plan(void) {
 
 static kv_status kv_lt_init(void) {
   if (kv_lt.ready) return KV_OK;
-  KV_TRY(KV_CUBLAS(cublasLtCreate(&kv_lt.handle)));
+  KV_TRY(CHECK_CUBLAS(cublasLtCreate(&kv_lt.handle)));
   KV_TRY(CHECK_CUDA(cudaMalloc(&kv_lt.workspace, kv_lt_workspace_bytes)));
   kv_lt.ready = 1;
   return KV_OK;
@@ -58,29 +52,29 @@ static kv_status kv_lt_make_plan(const kv_gemm_problem *p) {
   const cublasOperation_t op_b = p->b_t ? CUBLAS_OP_T : CUBLAS_OP_N; /* B n: N x K col-major */
   const cublasOperation_t op_a = p->a_t ? CUBLAS_OP_T : CUBLAS_OP_N; /* A n: K x M col-major */
   kv_lt_drop_plan();
-  KV_TRY(KV_CUBLAS(cublasLtMatmulDescCreate(&kv_lt.op, compute, scale)));
+  KV_TRY(CHECK_CUBLAS(cublasLtMatmulDescCreate(&kv_lt.op, compute, scale)));
   kv_lt.have_plan = 1; /* from here on kv_lt_drop_plan() frees whatever was created */
   kv_lt.la = kv_lt.lb = kv_lt.lcd = NULL;
-  KV_TRY(KV_CUBLAS(cublasLtMatmulDescSetAttribute(kv_lt.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b)));
-  KV_TRY(KV_CUBLAS(cublasLtMatmulDescSetAttribute(kv_lt.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a)));
+  KV_TRY(CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(kv_lt.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b)));
+  KV_TRY(CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(kv_lt.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a)));
   if (p->b_t)
-    KV_TRY(KV_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.la, type, p->k, p->n, p->k)));
+    KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.la, type, p->k, p->n, p->k)));
   else
-    KV_TRY(KV_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.la, type, p->n, p->k, p->n)));
+    KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.la, type, p->n, p->k, p->n)));
   if (p->a_t)
-    KV_TRY(KV_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.lb, type, p->m, p->k, p->m)));
+    KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.lb, type, p->m, p->k, p->m)));
   else
-    KV_TRY(KV_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.lb, type, p->k, p->m, p->k)));
-  KV_TRY(KV_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.lcd, type, p->n, p->m, p->n)));
+    KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.lb, type, p->k, p->m, p->k)));
+  KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.lcd, type, p->n, p->m, p->n)));
 
   cublasLtMatmulPreference_t pref;
-  KV_TRY(KV_CUBLAS(cublasLtMatmulPreferenceCreate(&pref)));
+  KV_TRY(CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref)));
   cublasLtMatmulHeuristicResult_t result;
   int found = 0;
-  kv_status st = KV_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+  kv_status st = CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                                  &kv_lt_workspace_bytes, sizeof kv_lt_workspace_bytes));
   if (st == KV_OK)
-    st = KV_CUBLAS(cublasLtMatmulAlgoGetHeuristic(kv_lt.handle, kv_lt.op, kv_lt.la, kv_lt.lb, kv_lt.lcd, kv_lt.lcd,
+    st = CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(kv_lt.handle, kv_lt.op, kv_lt.la, kv_lt.lb, kv_lt.lcd, kv_lt.lcd,
                                                   pref, 1, &result, &found));
   cublasLtMatmulPreferenceDestroy(pref);
   if (st == KV_OK && found < 1) {
@@ -110,12 +104,12 @@ kv_status kv_gemm_cublas_run(const kv_gemm_problem *p, cudaStream_t stream) {
   const void *c = p->beta != 0.0 ? p->c : p->d;
   if (p->prec.accum == KV_FP16) {
     const __half alpha = __double2half(p->alpha), beta = __double2half(p->beta);
-    return KV_CUBLAS(cublasLtMatmul(kv_lt.handle, kv_lt.op, &alpha, p->b, kv_lt.la, p->a, kv_lt.lb, &beta, c,
+    return CHECK_CUBLAS(cublasLtMatmul(kv_lt.handle, kv_lt.op, &alpha, p->b, kv_lt.la, p->a, kv_lt.lb, &beta, c,
                                     kv_lt.lcd, p->d, kv_lt.lcd, &kv_lt.algo, kv_lt.workspace, kv_lt_workspace_bytes,
                                     stream));
   }
   const float alpha = (float)p->alpha, beta = (float)p->beta;
-  return KV_CUBLAS(cublasLtMatmul(kv_lt.handle, kv_lt.op, &alpha, p->b, kv_lt.la, p->a, kv_lt.lb, &beta, c,
+  return CHECK_CUBLAS(cublasLtMatmul(kv_lt.handle, kv_lt.op, &alpha, p->b, kv_lt.la, p->a, kv_lt.lb, &beta, c,
                                   kv_lt.lcd, p->d, kv_lt.lcd, &kv_lt.algo, kv_lt.workspace, kv_lt_workspace_bytes,
                                   stream));
 }

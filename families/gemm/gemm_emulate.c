@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "families/kit.h"
-#include "families/families.h"
+#include "numerics/accum.h"
+#include "families/gemm/gemm.h"
 
 #define GEMM_ROW_BLOCK 4
 

@@ -8,14 +8,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "core/cublas_check.h"
 #include "families/gemm/gemm_api.h"
-
-static kv_status kv_ref_cublas_check(cublasStatus_t s, const char *call, const char *file, int line) {
-  if (s == CUBLAS_STATUS_SUCCESS) return KV_OK;
-  kv_report(file, line, "cuBLAS", "%s failed: %s", call, cublasGetStatusString(s));
-  return KV_ERR;
-}
-#define KV_REF_CUBLAS(call) kv_ref_cublas_check((call), #call, __FILE__, __LINE__)
 
 static cublasHandle_t kv_ref_handle;
 static int kv_ref_ready;
@@ -57,20 +51,20 @@ static kv_status kv_ref_dgemm(const kv_gemm_problem *p, const double *a, const d
   const cublasOperation_t op_b = p->b_t ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = p->a_t ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int ldb = p->b_t ? p->k : p->n, lda = p->a_t ? p->m : p->k;
-  return KV_REF_CUBLAS(
+  return CHECK_CUBLAS(
       cublasDgemm(kv_ref_handle, op_b, op_a, p->n, p->m, p->k, &alpha, b, ldb, a, lda, &beta, out, p->n));
 }
 
-kv_status kv_gemm_reference(const kv_gemm_problem *p, double *d_ref, double *d_mag, cudaStream_t stream) {
+kv_status kv_gemm_gpu_reference(const kv_gemm_problem *p, double *d_ref, double *d_mag, cudaStream_t stream) {
   if (p->prec.storage != KV_FP16 && p->prec.storage != KV_BF16) {
     kv_report(__FILE__, __LINE__, "gemm", "reference: storage %s not implemented", kv_dtype_name(p->prec.storage));
     return KV_ERR;
   }
   if (!kv_ref_ready) {
-    KV_TRY(KV_REF_CUBLAS(cublasCreate(&kv_ref_handle)));
+    KV_TRY(CHECK_CUBLAS(cublasCreate(&kv_ref_handle)));
     kv_ref_ready = 1;
   }
-  KV_TRY(KV_REF_CUBLAS(cublasSetStream(kv_ref_handle, stream)));
+  KV_TRY(CHECK_CUBLAS(cublasSetStream(kv_ref_handle, stream)));
   const size_t na = (size_t)p->m * p->k, nb = (size_t)p->k * p->n, nc = (size_t)p->m * p->n;
   double *wa = NULL, *wb = NULL;
   kv_status st = CHECK_CUDA(cudaMallocAsync((void **)&wa, na * sizeof(double), stream));

@@ -1,7 +1,8 @@
 # families/gemm/local.mk - the gemm family in kval's one Makefile: descriptor, CPU reference
 # and emulation in libkval.a; with CUDA the wgmma, mma.sync and cuBLASLt variants, dispatcher,
-# adapter and GPU reference, and the bench driver (a GPU test); the family's unit test.
-src_libkval_a_SOURCES += families/gemm/gemm.c families/gemm/gemm_emulate.c
+# adapter and GPU reference; the family's unit test and test decks.
+src_libkval_a_SOURCES += families/gemm/gemm.h families/gemm/gemm.c families/gemm/gemm_limits.h \
+	families/gemm/gemm_cpu_ref.c families/gemm/gemm_emulate.c
 if HAVE_CUDA
 src_libkval_a_SOURCES += \
 	families/gemm/gemm_api.h families/gemm/gemm_traits.h families/gemm/gemm_common.cuh \
@@ -11,10 +12,8 @@ src_libkval_a_SOURCES += \
 	families/gemm/inst/gemm_mma_fp16.cu families/gemm/inst/gemm_mma_bf16.cu \
 	families/gemm/gemm_cublas.cu families/gemm/gemm_gpu_ref.cu families/gemm/gemm_dispatch.cu \
 	families/gemm/gemm_cuda.cu
-check_PROGRAMS += families/gemm/bench/gemm_bench
-families_gemm_bench_gemm_bench_SOURCES = families/gemm/bench/gemm_bench.cu
-TESTS += families/gemm/bench/gemm_bench
 endif
 check_PROGRAMS += families/gemm/test_gemm
 families_gemm_test_gemm_SOURCES = families/gemm/test_gemm.c $(FAMILY_TEST_KIT)
 TESTS += families/gemm/test_gemm
+EXTRA_DIST += families/gemm/test.deck families/gemm/sanitize.deck

@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "families/testkit/family_case.h"
+#include "families/gemm/gemm.h"
+#include "families/testkit/family_checks.h"
 #include "tests/unit/test_util.h"
 
 static const char *const precisions[] = {"fp16:fp32", "fp16:fp16", "bf16:fp32", "bf16:bf16"};
@@ -188,6 +189,94 @@ static void test_precision_properties(void) {
   }
 }
 
+static const axis_want gemm_axes[] = {
+    {"variant", KV_AXIS_STR, "kval-wgmma kval-mma cublas", "kval-wgmma kval-mma cublas", 0, 0},
+    {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0},
+    {"layout", KV_AXIS_STR, "nn", "nn tn nt", 0, 0},
+    {"shape", KV_AXIS_STR, "256x256x256 1024x1024x1024", NULL, 0, 0},
+    {"dist", KV_AXIS_STR, "normal", "normal uniform near_max", 0, 0},
+    {NULL, KV_AXIS_INT, NULL, NULL, 0, 0}};
+static const param_want gemm_params[] = {{"alpha", 1, -1e6, 1e6}, {"beta", 0, -1e6, 1e6}, {NULL, 0, 0, 0}};
+
+static void test_invalid_gemm(void) {
+  const char *fp32 = "fp32 storage not implemented: kval's tensor-core kernels take fp16/bf16";
+  EXPECT_STREQ(invalid_of(&kv_family_gemm, "variant=kval-mma precision=bf16:bf16", "cpu"), NULL);
+  EXPECT_STREQ(invalid_of(&kv_family_gemm, "variant=kval-wgmma layout=nt", "cuda"), NULL);
+  EXPECT_STREQ(invalid_of(&kv_family_gemm, "variant=cublas", "cpu"), "cublas needs the cuda backend");
+  EXPECT_STREQ(invalid_of(&kv_family_gemm, "variant=cublas precision=fp16:fp16", "cuda"), NULL);
+  EXPECT(invalid_of(&kv_family_gemm, "variant=cublas precision=bf16:bf16", "cuda") != NULL, "cublas bf16 acc");
+  EXPECT_STREQ(invalid_of(&kv_family_gemm, "precision=fp32:fp32", "cuda"), fp32);
+  EXPECT_CONTAINS(invalid_of(&kv_family_gemm, "shape=12x0x3", "cpu"), "MxNxK");
+  EXPECT(invalid_of(&kv_family_gemm, "precision=bf16:fp16", "cpu") != NULL, "bf16 storage, fp16 accumulation");
+}
+
+static void test_parse_shape(void) {
+  long long m = 0, n = 0, k = 0;
+  EXPECT(kv_gemm_parse_shape("256x128x64", &m, &n, &k) == 0 && m == 256 && n == 128 && k == 64, "256x128x64");
+  EXPECT(kv_gemm_parse_shape("1X2X3", &m, &n, &k) == 0 && m == 1 && n == 2 && k == 3, "1X2X3");
+  EXPECT(kv_gemm_parse_shape("1073741824x1x1", &m, &n, &k) == 0 && m == 1073741824LL, "2^30 allowed");
+  static const char *const bad[] = {"",         "256x256",   "0x1x1",  "-1x2x3", "1x2x3x4", "1x2x3 ", " 1x2x3",
+                                    "axbxc",    "1.5x2x3",   "+1x2x3", "1xx2x3", "1x2x",    "1073741825x1x1",
+                                    "1x2x99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    EXPECT(kv_gemm_parse_shape(bad[i], &m, &n, &k) != 0, "\"%s\" rejected", bad[i]);
+  EXPECT(kv_gemm_parse_shape(NULL, &m, &n, &k) != 0, "NULL rejected");
+}
+
+static void test_cost_gemm(void) {
+  kv_cost g = cost_of(&kv_family_gemm, "precision=fp16:fp32 shape=256x128x64");
+  EXPECT(g.flops == 2.0 * 256 * 128 * 64 && g.bytes == (256.0 * 64 + 64 * 128 + 256 * 128) * 2, "gemm %g %g", g.flops,
+         g.bytes);
+  /* device bytes: D's value and magnitude in fp64, plus the fp64 copies of A and B */
+  EXPECT(g.rows == 256 && g.row_len == 128 && g.red_len == 64 &&
+             g.device_bytes == g.bytes + 16.0 * 256 * 128 + 8.0 * (256 * 64 + 64 * 128),
+         "gemm rows %zu x %zu, K %g", g.rows, g.row_len, g.red_len);
+  EXPECT(cost_of(&kv_family_gemm, "shape=256x128x64 beta=1").bytes == g.bytes + 2.0 * 256 * 128, "C counted");
+}
+
+static void test_tensors_gemm(void) {
+  fcase f;
+  fcase_make(&f, &kv_family_gemm, "precision=bf16:fp32 shape=8x4x64 dist=near_max");
+  double s = sqrt(65504.0 / (1.6 * 64));
+  EXPECT(f.t.n_in == 2 && spec_is(&f.t.in[0], "a", KV_BF16, 8 * 64, KV_DIST_UNIFORM, 0.25 * s, s) &&
+             spec_is(&f.t.in[1], "b", KV_BF16, 64 * 4, KV_DIST_UNIFORM, 0.25 * s, s) && f.t.out[0].count == 32,
+         "gemm near_max inputs");
+  fcase_free(&f);
+  fcase_make(&f, &kv_family_gemm, "shape=8x4x64 dist=uniform beta=2");
+  EXPECT(f.t.n_in == 3 && spec_is(&f.t.in[2], "c", KV_FP16, 32, KV_DIST_UNIFORM, 1.0, 0.0), "gemm C input");
+  fcase_free(&f);
+}
+
+/* A(i, k) = 1000 + N(0,1); B(2m, j) = u, B(2m+1, j) = -u with u = N(0,1) 2^e, e cycling
+ * through -12 .. 12 for fp16 (whose range keeps such sums exact in fp64) and -36 .. 36 in
+ * steps of 3 for bf16 (sums that need more than 53 bits): D = sum_m u (a_2m - a_2m+1). */
+static void test_reference_dd(const char *prec) {
+  char spec[96];
+  snprintf(spec, sizeof spec, "precision=%s shape=8x8x1024 alpha=0.75 beta=0.5", prec);
+  fcase p, c;
+  fcase_make(&p, &kv_family_gemm, spec);
+  fcase_make(&c, &kv_family_gemm, spec);
+  fcase_generate(&p, 8);
+  kv_tensor_spec a = p.t.in[0];
+  a.offset = 1000.0;
+  kv_generate_host(&a, 77, p.in[0]);
+  kv_dtype st = p.c.prec.storage;
+  int spread = st == KV_BF16 ? 3 : 1; /* fp16's exponent range allows 2^-12 .. 2^12 */
+  for (size_t k = 1; k < 1024; k += 2)
+    for (size_t j = 0; j < 8; j++) {
+      double u = ldexp(kv_load(p.in[1], (k - 1) * 8 + j, st), ((int)((k / 2) % 25) - 12) * spread);
+      kv_store(p.in[1], (k - 1) * 8 + j, st, u);
+      kv_store(p.in[1], k * 8 + j, st, -kv_load(p.in[1], (k - 1) * 8 + j, st));
+    }
+  copy_inputs(&c, &p);
+  run_both(&p, &c);
+  char what[64];
+  snprintf(what, sizeof what, "gemm %s", prec);
+  expect_agreement(what, compare(&p, &c), 1e3);
+  fcase_free(&p);
+  fcase_free(&c);
+}
+
 int main(void) {
   TEST("identity and permutation matrices, every precision and layout: exact");
   for (int p = 0; p < 4; p++)
@@ -204,5 +293,18 @@ int main(void) {
   test_emulation_vs_reference();
   TEST("error grows with K; fp16/bf16 accumulation and bf16 storage cost accuracy");
   test_precision_properties();
+  TEST("descriptor: axes and params as agreed");
+  check_descriptor(&kv_family_gemm, gemm_axes, gemm_params);
+  TEST("rules of invalid()");
+  test_invalid_gemm();
+  TEST("shape parser");
+  test_parse_shape();
+  TEST("FLOP, byte and row counts");
+  test_cost_gemm();
+  TEST("input tensors per distribution");
+  test_tensors_gemm();
+  TEST("fp64 reference vs double-double on cancelling dot products");
+  test_reference_dd("fp16:fp32");
+  test_reference_dd("bf16:fp32");
   return TEST_RETURN();
 }

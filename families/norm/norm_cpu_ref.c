@@ -9,11 +9,13 @@
  * terms is off by about sqrt(n) u_acc sum |terms|, so the mean is off by sqrt(n) u_acc
  * (sum |x| / n), which moves y_j by |w_j| rstd times that; the relative error of the
  * variance (a sum of positive terms) moves y_j by about |w_j xhat_j| times it. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "families/kit.h"
-#include "families/families.h"
+#include "numerics/dd.h"
+#include "families/norm/norm.h"
 
 typedef struct {
   kv_norm_dims d;
@@ -103,25 +105,25 @@ static kv_status run_rows(const kv_case *c, const void *const *in, const size_t 
   return KV_OK;
 }
 
-kv_status kv_layernorm_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
+kv_status kv_layernorm_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
                                  double *ref, double *mag, double *aux_ref) {
   (void)aux_ref;
   return run_rows(c, in, rows, n_rows, ref, mag, 1, row_plain);
 }
 
-kv_status kv_rmsnorm_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
+kv_status kv_rmsnorm_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
                                double *ref, double *mag, double *aux_ref) {
   (void)aux_ref;
   return run_rows(c, in, rows, n_rows, ref, mag, 0, row_plain);
 }
 
-kv_status kv_layernorm_reference_compensated(const kv_case *c, const void *const *in, const size_t *rows,
+kv_status kv_layernorm_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows,
                                              size_t n_rows, double *ref, double *mag, double *aux_ref) {
   (void)aux_ref;
   return run_rows(c, in, rows, n_rows, ref, mag, 1, row_compensated);
 }
 
-kv_status kv_rmsnorm_reference_compensated(const kv_case *c, const void *const *in, const size_t *rows,
+kv_status kv_rmsnorm_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows,
                                            size_t n_rows, double *ref, double *mag, double *aux_ref) {
   (void)aux_ref;
   return run_rows(c, in, rows, n_rows, ref, mag, 0, row_compensated);

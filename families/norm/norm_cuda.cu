@@ -1,71 +1,62 @@
-/* norm_launch.cu - the kv_cuda_family entries kv_cuda_layernorm / kv_cuda_rmsnorm that the
- * cuda backend calls with a case: the case decoded into a norm problem (inputs x, w[, b];
- * output y; see FAMILIES.md), then the launch and the resource query of the variant the
- * dispatcher picks (norm_dispatch.cu) and the fp64 reference (norm_reference.cu). */
+/* norm_cuda.cu - kv_cuda_layernorm and kv_cuda_rmsnorm, the norm families' CUDA side as the
+ * cuda backend sees it: a case (axes precision, rows, hidden; param eps; inputs x, w[, b];
+ * output y) becomes a kv_norm_problem once, with the kernel variant norm_dispatch.cu chooses
+ * for its row length; then launches, the fp64 reference (norm_gpu_ref.cu) and the resources
+ * of that variant. */
+#include <new>
+
+#include "families/norm/norm.h"
+#include "families/norm/norm_api.h"
 #include "family_cuda.h"
-#include "families/norm/norm_traits.h"
 
-extern "C" {
-#include "families/families.h"
-}
-
-static kv_norm_problem problem_of(const kv_case *c, bool layernorm, const void *const *in, void *out) {
+static kv_status prepare(bool layernorm, const kv_case *c, void *const *in, void *const *out, void **problem,
+                         const char **why) {
   kv_norm_dims d;
   kv_norm_dims_of(c, &d);
-  kv_norm_problem pr;
-  pr.p.x = in ? in[0] : nullptr;
-  pr.p.w = in ? in[1] : nullptr;
-  pr.p.b = (in && layernorm) ? in[2] : nullptr;
-  pr.p.y = out;
-  pr.p.rows = d.rows;
-  pr.p.hidden = (int)d.hidden;
-  pr.p.inv_hidden = (float)(1.0 / (double)d.hidden);
-  pr.p.eps = (float)d.eps;
-  pr.eps = d.eps;
-  pr.layernorm = layernorm;
-  pr.storage = c->prec.storage;
-  pr.accum = c->prec.accum;
-  return pr;
-}
-
-static kv_status launch_case(const kv_case *c, bool layernorm, void *const *d_in, void *const *d_out, void *stream) {
-  const kv_norm_problem pr = problem_of(c, layernorm, (const void *const *)d_in, d_out[0]);
-  return kv_norm_launch(&pr, static_cast<cudaStream_t>(stream));
-}
-
-static kv_status reference_case(const kv_case *c, bool layernorm, const void *const *d_in, double *d_ref,
-                                double *d_mag, void *stream) {
-  const kv_norm_problem pr = problem_of(c, layernorm, d_in, nullptr);
-  return kv_norm_reference(&pr, d_ref, d_mag, static_cast<cudaStream_t>(stream));
-}
-
-static kv_status resources_case(const kv_case *c, bool layernorm, kv_kernel_resources *r) {
-  const kv_norm_problem pr = problem_of(c, layernorm, nullptr, nullptr);
-  kv_norm_kernel k;
-  KV_TRY(kv_norm_select(&pr, kv_norm_default_config(&pr), &k));
-  cudaFuncAttributes a;
-  KV_TRY(CHECK_CUDA(cudaFuncGetAttributes(&a, k.func)));
-  int blocks = 0;
-  KV_TRY(CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k.func, k.block, 0)));
-  r->registers = a.numRegs;
-  r->smem_bytes = (int)a.sharedSizeBytes;
-  r->local_bytes = (int)a.localSizeBytes;
-  r->occupancy = blocks;
+  kv_norm_problem *pr = new (std::nothrow) kv_norm_problem();
+  KV_TRY(CHECK_ALLOC(pr));
+  pr->p.x = in[0];
+  pr->p.w = in[1];
+  pr->p.b = layernorm ? in[2] : nullptr;
+  pr->p.y = out[0];
+  pr->p.rows = d.rows;
+  pr->p.hidden = (int)d.hidden;
+  pr->p.inv_hidden = (float)(1.0 / (double)d.hidden);
+  pr->p.eps = (float)d.eps;
+  pr->eps = d.eps;
+  pr->layernorm = layernorm;
+  pr->storage = c->prec.storage;
+  pr->accum = c->prec.accum;
+  if (kv_norm_prepare(pr, kv_norm_default_config(pr), why) != KV_OK) {
+    delete pr;
+    return KV_ERR;
+  }
+  *problem = pr;
   return KV_OK;
 }
 
-static kv_status ln_launch(const kv_case *c, void *const *i, void *const *o, void *s) { return launch_case(c, true, i, o, s); }
-static kv_status rms_launch(const kv_case *c, void *const *i, void *const *o, void *s) { return launch_case(c, false, i, o, s); }
-static kv_status ln_reference(const kv_case *c, const void *const *i, double *ref, double *mag, double *aux, void *s) {
-  (void)aux;
-  return reference_case(c, true, i, ref, mag, s);
+static kv_status ln_prepare(const kv_case *c, void *const *in, void *const *out, void **problem, const char **why) {
+  return prepare(true, c, in, out, problem, why);
 }
-static kv_status rms_reference(const kv_case *c, const void *const *i, double *ref, double *mag, double *aux, void *s) {
-  (void)aux;
-  return reference_case(c, false, i, ref, mag, s);
+static kv_status rms_prepare(const kv_case *c, void *const *in, void *const *out, void **problem, const char **why) {
+  return prepare(false, c, in, out, problem, why);
 }
-static kv_status ln_resources(const kv_case *c, kv_kernel_resources *r) { return resources_case(c, true, r); }
-static kv_status rms_resources(const kv_case *c, kv_kernel_resources *r) { return resources_case(c, false, r); }
 
-extern "C" const kv_cuda_family kv_cuda_layernorm = {ln_launch, ln_reference, ln_resources};
-extern "C" const kv_cuda_family kv_cuda_rmsnorm = {rms_launch, rms_reference, rms_resources};
+static kv_status launch(const void *problem, void *stream) {
+  return kv_norm_run(static_cast<const kv_norm_problem *>(problem), static_cast<cudaStream_t>(stream));
+}
+
+static kv_status reference(const void *problem, double *d_ref, double *d_mag, double *d_aux_ref, void *stream) {
+  (void)d_aux_ref; /* the norms have no auxiliary output */
+  return kv_norm_gpu_reference(static_cast<const kv_norm_problem *>(problem), d_ref, d_mag,
+                               static_cast<cudaStream_t>(stream));
+}
+
+static kv_status resources(const void *problem, kv_kernel_resources *r) {
+  return kv_norm_resources(static_cast<const kv_norm_problem *>(problem), r);
+}
+
+static void release(void *problem) { delete static_cast<kv_norm_problem *>(problem); }
+
+extern "C" const kv_cuda_family kv_cuda_layernorm = {ln_prepare, launch, reference, resources, release};
+extern "C" const kv_cuda_family kv_cuda_rmsnorm = {rms_prepare, launch, reference, resources, release};

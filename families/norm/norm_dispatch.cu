@@ -1,8 +1,8 @@
 /* norm_dispatch.cu - host side of the LayerNorm/RMSNorm kernels at the level of a problem
- * (pointers, rows, hidden, eps, precision): the table of fast-path shapes, the default choice
- * of kernel variant for a row length (fast, peeled, general or serial path), and the launch.
- * No dependence on cases or families, so families/norm/bench/norm_bench.cu links it alone. */
-#include "families/norm/norm_traits.h"
+ * (norm_api.h): the table of fast-path shapes, the default choice of kernel variant for a row
+ * length (fast, peeled, general or serial path), the kernel of a configuration, its launch
+ * and resources. */
+#include "families/norm/norm_api.h"
 
 int kv_norm_vec_elems(kv_dtype storage) { return storage == KV_FP32 ? 4 : 8; }
 
@@ -74,41 +74,48 @@ int kv_norm_default_config(const kv_norm_problem *pr) {
   return -1;
 }
 
-kv_status kv_norm_select(const kv_norm_problem *pr, int config, kv_norm_kernel *k) {
+kv_status kv_norm_prepare(kv_norm_problem *pr, int config, const char **why) {
+  *why = nullptr;
   if (config >= 0 && !kv_norm_config_fits(pr, config)) {
-    kv_report(__FILE__, __LINE__, "norm", "configuration %d does not fit hidden %d of %s:%s (or the tensors "
-              "are not 16-byte aligned)", config, pr->p.hidden, kv_dtype_name(pr->storage), kv_dtype_name(pr->accum));
+    *why = "norm: the configuration does not hold the row (or the tensors are not 16-byte aligned)";
     return KV_ERR;
   }
   switch (pr->storage) {
-    case KV_FP16: *k = kv_norm_kernel_fp16(pr->layernorm, pr->accum, config); break;
-    case KV_BF16: *k = kv_norm_kernel_bf16(pr->layernorm, pr->accum, config); break;
-    case KV_FP32: *k = kv_norm_kernel_fp32(pr->layernorm, pr->accum, config); break;
-    default: k->func = nullptr; break;
+    case KV_FP16: pr->kernel = kv_norm_kernel_fp16(pr->layernorm, pr->accum, config); break;
+    case KV_BF16: pr->kernel = kv_norm_kernel_bf16(pr->layernorm, pr->accum, config); break;
+    case KV_FP32: pr->kernel = kv_norm_kernel_fp32(pr->layernorm, pr->accum, config); break;
+    default: pr->kernel.func = nullptr; break;
   }
-  if (!k->func) {
-    kv_report(__FILE__, __LINE__, "norm", "no %s kernel for %s:%s", pr->layernorm ? "layernorm" : "rmsnorm",
-              kv_dtype_name(pr->storage), kv_dtype_name(pr->accum));
+  if (!pr->kernel.func) {
+    *why = "norm: no kernel for this storage and accumulator pair";
     return KV_ERR;
   }
+  const long long rows = pr->p.rows > 0 ? pr->p.rows : 0;
+  const long long blocks = (rows + pr->kernel.rows_per_block - 1) / pr->kernel.rows_per_block;
+  if (blocks > 0x7fffffffLL) {
+    *why = "norm: the rows exceed the grid limit (2^31 - 1 blocks)";
+    return KV_ERR;
+  }
+  pr->blocks = (unsigned)blocks;
   return KV_OK;
 }
 
-kv_status kv_norm_launch_config(const kv_norm_problem *pr, int config, cudaStream_t s) {
-  kv_norm_kernel k;
-  KV_TRY(kv_norm_select(pr, config, &k));
-  if (pr->p.rows <= 0) return KV_OK;
-  const long long blocks = (pr->p.rows + k.rows_per_block - 1) / k.rows_per_block;
-  if (blocks > 0x7fffffffLL) {
-    kv_report(__FILE__, __LINE__, "norm", "%lld rows exceed the grid limit", pr->p.rows);
-    return KV_ERR;
-  }
+kv_status kv_norm_run(const kv_norm_problem *pr, cudaStream_t s) {
+  if (pr->blocks == 0) return KV_OK;
   kv_norm_params p = pr->p;
   void *args[] = {&p};
-  KV_TRY(CHECK_CUDA(cudaLaunchKernel(k.func, dim3((unsigned)blocks), dim3((unsigned)k.block), args, 0, s)));
-  return CHECK_LAUNCH(k.name);
+  KV_TRY(CHECK_CUDA(cudaLaunchKernel(pr->kernel.func, dim3(pr->blocks), dim3((unsigned)pr->kernel.block), args, 0, s)));
+  return CHECK_LAUNCH(pr->kernel.name);
 }
 
-kv_status kv_norm_launch(const kv_norm_problem *pr, cudaStream_t s) {
-  return kv_norm_launch_config(pr, kv_norm_default_config(pr), s);
+kv_status kv_norm_resources(const kv_norm_problem *pr, kv_kernel_resources *r) {
+  cudaFuncAttributes a;
+  KV_TRY(CHECK_CUDA(cudaFuncGetAttributes(&a, pr->kernel.func)));
+  int blocks = 0;
+  KV_TRY(CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, pr->kernel.func, pr->kernel.block, 0)));
+  r->registers = a.numRegs;
+  r->smem_bytes = (int)a.sharedSizeBytes;
+  r->local_bytes = (int)a.localSizeBytes;
+  r->occupancy = blocks;
+  return KV_OK;
 }

@@ -54,7 +54,7 @@ static kv_status launch(const kv_norm_problem *pr, double *ref, double *mag, cud
   return CHECK_LAUNCH("norm_reference_kernel");
 }
 
-kv_status kv_norm_reference(const kv_norm_problem *pr, double *d_ref, double *d_mag, cudaStream_t s) {
+kv_status kv_norm_gpu_reference(const kv_norm_problem *pr, double *d_ref, double *d_mag, cudaStream_t s) {
   if (pr->p.rows <= 0 || pr->p.hidden <= 0) return KV_OK;
   if (pr->p.rows > 0x7fffffffLL) {
     kv_report(__FILE__, __LINE__, "norm", "%lld rows exceed the grid limit", pr->p.rows);

@@ -39,7 +39,7 @@
 
 #include <type_traits>
 
-#include "families/norm/norm_traits.h"
+#include "families/norm/norm_api.h"
 
 /* Sum over the TPR threads of a row; every thread of the row gets the same value. `red`
  * holds one float per warp of the block (only used when a row spans several warps). */

@@ -1,11 +1,9 @@
-/* norm_traits.h - what the LayerNorm/RMSNorm CUDA code shares: the kernel parameter block,
- * the table of register-resident kernel shapes (threads per row x 16-byte vectors per thread
- * x kind), storage traits (16-byte vector <-> float conversions with round-to-nearest-even,
- * streaming loads and stores) and the narrow accumulators (fp16/bf16 rounding after every
- * operation). Kernels live in norm_kernels.cuh,
- * their instantiations in norm_fp16.cu / norm_bf16.cu / norm_fp32.cu, the variant choice and
- * launch in norm_dispatch.cu, the case-level family entries in norm_launch.cu, the fp64
- * reference in norm_reference.cu. CUDA C++ only (included by .cu files). */
+/* norm_traits.h - what the LayerNorm/RMSNorm kernels share: the kernel parameter block and
+ * kernel handle, the table of register-resident kernel shapes (threads per row x 16-byte
+ * vectors per thread x kind), storage traits (16-byte vector <-> float conversions with
+ * round-to-nearest-even, streaming loads and stores) and the narrow accumulators (fp16/bf16
+ * rounding after every operation). The kernels are in norm_kernels.cuh, their instantiations
+ * in inst/norm_<storage>.cu, the host API in norm_api.h. CUDA C++ only. */
 #ifndef KVAL_NORM_TRAITS_H
 #define KVAL_NORM_TRAITS_H
 
@@ -28,14 +26,6 @@ struct kv_norm_params {
   int hidden;
   float inv_hidden; /* 1 / hidden rounded to float: the fast path's mean is sum * inv_hidden */
   float eps;
-};
-
-/* What the host asks for: one launch of a norm. */
-struct kv_norm_problem {
-  kv_norm_params p;
-  double eps; /* the case's eps as given (the kernels use p.eps, its float rounding) */
-  bool layernorm;
-  kv_dtype storage, accum;
 };
 
 /* One compiled kernel variant and its launch shape. */
@@ -81,29 +71,6 @@ __host__ __device__ constexpr int kv_norm_block(int tpr) { return tpr < 128 ? 12
 /* Minimum resident blocks for __launch_bounds__: caps the kernel at 128 registers a thread.
  * (With the block size alone, ptxas picked tighter budgets and spilled a few bytes.) */
 __host__ __device__ constexpr int kv_norm_min_blocks(int tpr) { return kv_norm_block(tpr) >= 512 ? 1 : 512 / kv_norm_block(tpr); }
-
-/* Compiled kernels of one storage type (norm_fp16.cu, norm_bf16.cu, norm_fp32.cu). `config`
- * is a table index, or -1 for the general path (fp32 accumulation) or the serial path
- * (fp16/bf16 accumulation); returns func NULL when the combination is not compiled. */
-kv_norm_kernel kv_norm_kernel_fp16(bool layernorm, kv_dtype accum, int config);
-kv_norm_kernel kv_norm_kernel_bf16(bool layernorm, kv_dtype accum, int config);
-kv_norm_kernel kv_norm_kernel_fp32(bool layernorm, kv_dtype accum, int config);
-
-/* Host side (norm_dispatch.cu). Elements per 16-byte vector of a storage type. */
-int kv_norm_vec_elems(kv_dtype storage);
-/* The table entry, and whether it holds a whole row of `hidden` elements (with the pointers
- * 16-byte aligned and fp32 accumulation). */
-kv_norm_config kv_norm_config_at(int config);
-bool kv_norm_config_fits(const kv_norm_problem *pr, int config);
-/* The configuration the launcher uses (-1: general or serial path). */
-int kv_norm_default_config(const kv_norm_problem *pr);
-/* Kernel of a problem for a configuration (-1 general); func NULL with a report if none. */
-kv_status kv_norm_select(const kv_norm_problem *pr, int config, kv_norm_kernel *k);
-/* Launch with a given configuration (bench sweeps) or the default one. */
-kv_status kv_norm_launch_config(const kv_norm_problem *pr, int config, cudaStream_t s);
-kv_status kv_norm_launch(const kv_norm_problem *pr, cudaStream_t s);
-/* fp64 reference of the whole output (norm_reference.cu): ref and mag, rows * hidden each. */
-kv_status kv_norm_reference(const kv_norm_problem *pr, double *d_ref, double *d_mag, cudaStream_t s);
 
 /* ---- device traits ---- */
 

@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "families/testkit/family_case.h"
+#include "families/norm/norm.h"
+#include "families/testkit/family_checks.h"
 #include "tests/unit/test_util.h"
 
 static const char *const precisions[] = {"fp16:fp32", "fp16:fp16", "bf16:fp32", "bf16:bf16", "fp32:fp32"};
@@ -205,6 +206,65 @@ static void test_large_mean(void) {
   fcase_free(&f);
 }
 
+static const axis_want norm_axes[] = {
+    {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32 fp32:fp32", NULL, 0, 0},
+    {"rows", KV_AXIS_INT, "1024", NULL, 1, 1LL << 26},
+    {"hidden", KV_AXIS_INT, "1024 4096", NULL, 1, 65536},
+    {"dist", KV_AXIS_STR, "normal", "normal uniform offset", 0, 0},
+    {NULL, KV_AXIS_INT, NULL, NULL, 0, 0}};
+static const param_want norm_params[] = {{"eps", 1e-5, 0, 1}, {NULL, 0, 0, 0}};
+
+static void test_invalid_norm(void) {
+  for (int ln = 0; ln < 2; ln++) {
+    const kv_family *fam = ln ? &kv_family_layernorm : &kv_family_rmsnorm;
+    EXPECT_STREQ(invalid_of(fam, "precision=fp32:fp32", "cuda"), NULL);
+    EXPECT_STREQ(invalid_of(fam, "precision=fp16:fp16 hidden=65536", "cpu"), NULL);
+    EXPECT(invalid_of(fam, "precision=fp16:bf16", "cpu") != NULL, "%s fp16:bf16", fam->name);
+    EXPECT(invalid_of(fam, "precision=fp32:fp16", "cpu") != NULL, "%s fp32:fp16", fam->name);
+  }
+}
+
+static void test_cost_norm(void) {
+  kv_cost l = cost_of(&kv_family_layernorm, "precision=fp16:fp32 rows=1024 hidden=4096");
+  kv_cost r = cost_of(&kv_family_rmsnorm, "precision=fp32:fp32 rows=1024 hidden=4096");
+  EXPECT(l.flops == 8.0 * 4194304 && l.bytes == (2.0 * 4194304 + 2 * 4096) * 2, "layernorm %g %g", l.flops, l.bytes);
+  EXPECT(r.flops == 5.0 * 4194304 && r.bytes == (2.0 * 4194304 + 4096) * 4, "rmsnorm %g %g", r.flops, r.bytes);
+  EXPECT(l.rows == 1024 && l.row_len == 4096 && l.red_len == 4096, "norm rows %zu x %zu", l.rows, l.row_len);
+}
+
+static void test_tensors_norm(void) {
+  fcase f;
+  fcase_make(&f, &kv_family_layernorm, "precision=fp32:fp32 rows=3 hidden=5 dist=offset");
+  EXPECT(f.t.n_in == 3 && spec_is(&f.t.in[0], "x", KV_FP32, 15, KV_DIST_NORMAL, 1.0, 100.0) &&
+             spec_is(&f.t.in[1], "weight", KV_FP32, 5, KV_DIST_NORMAL, 0.1, 1.0) &&
+             spec_is(&f.t.in[2], "bias", KV_FP32, 5, KV_DIST_NORMAL, 0.1, 0.0),
+         "layernorm inputs");
+  fcase_free(&f);
+  fcase_make(&f, &kv_family_rmsnorm, "rows=3 hidden=5");
+  EXPECT(f.t.n_in == 2 && f.t.n_out == 1 && spec_is(&f.t.in[0], "x", KV_FP16, 15, KV_DIST_NORMAL, 1.0, 0.0),
+         "rmsnorm inputs");
+  fcase_free(&f);
+}
+
+/* fp32 rows 1e4 + N(0,1), 1000 wide (the mean is not exact): layernorm's statistics are
+ * conditioned by |mean| / std = 1e4 (rmsnorm's sum of squares is not ill-conditioned). */
+static void test_reference_dd(int ln) {
+  const kv_family *fam = ln ? &kv_family_layernorm : &kv_family_rmsnorm;
+  const char *spec = "precision=fp32:fp32 rows=16 hidden=1000";
+  fcase p, c;
+  fcase_make(&p, fam, spec);
+  fcase_make(&c, fam, spec);
+  fcase_generate(&p, 10);
+  kv_tensor_spec x = p.t.in[0];
+  x.offset = 1e4;
+  kv_generate_host(&x, 79, p.in[0]);
+  copy_inputs(&c, &p);
+  run_both(&p, &c);
+  expect_agreement(fam->name, compare(&p, &c), ln ? 1e3 : 0.5);
+  fcase_free(&p);
+  fcase_free(&c);
+}
+
 int main(void) {
   TEST("constant rows: layernorm = bias, rmsnorm = known value, every precision");
   for (int p = 0; p < 5; p++) test_constant_rows(precisions[p]);
@@ -219,5 +279,17 @@ int main(void) {
   test_low_precision_offset();
   TEST("|mean| >> std: two-pass statistics stay accurate");
   test_large_mean();
+  TEST("descriptors: axes and params as agreed");
+  check_descriptor(&kv_family_layernorm, norm_axes, norm_params);
+  check_descriptor(&kv_family_rmsnorm, norm_axes, norm_params);
+  TEST("rules of invalid()");
+  test_invalid_norm();
+  TEST("FLOP, byte and row counts");
+  test_cost_norm();
+  TEST("input tensors per distribution");
+  test_tensors_norm();
+  TEST("fp64 two-pass reference vs double-double on |mean| >> std");
+  test_reference_dd(1);
+  test_reference_dd(0);
   return TEST_RETURN();
 }

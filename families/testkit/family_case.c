@@ -1,6 +1,7 @@
 /* family_case.c - the test kit of the family tests (see family_case.h). */
 #include "families/testkit/family_case.h"
 
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,14 +122,7 @@ void fcase_reference(fcase *f, int compensated) {
   const kv_family *fam = f->fp.family;
   size_t *rows = zalloc(f->n_rows * sizeof *rows);
   for (size_t r = 0; r < f->n_rows; r++) rows[r] = r;
-  kv_status (*fn)(const kv_case *, const void *const *, const size_t *, size_t, double *, double *, double *) =
-      fam->reference;
-  if (compensated) {
-    if (fam == &kv_family_gemm) fn = kv_gemm_reference_compensated;
-    if (fam == &kv_family_fa2) fn = kv_fa2_reference_compensated;
-    if (fam == &kv_family_layernorm) fn = kv_layernorm_reference_compensated;
-    if (fam == &kv_family_rmsnorm) fn = kv_rmsnorm_reference_compensated;
-  }
+  kv_reference_fn fn = compensated ? fam->reference_dd : fam->reference;
   if (fn(&f->c, (const void *const *)f->in, rows, f->n_rows, f->ref, f->mag, f->aux_ref) != KV_OK)
     die("reference failed", fam->name);
   free(rows);
@@ -183,4 +177,17 @@ double median_of(const double *v, int n) {
   double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
   free(c);
   return m;
+}
+
+int fcase_family_decks(const char *kind, char (*paths)[1024], int max) {
+  const char *top = getenv("top_srcdir");
+  char pattern[1024];
+  snprintf(pattern, sizeof pattern, "%s/families/*/%s.deck", top && top[0] ? top : ".", kind);
+  glob_t g;
+  int n = 0;
+  if (glob(pattern, 0, NULL, &g) == 0) {
+    for (size_t i = 0; i < g.gl_pathc && n < max; i++) snprintf(paths[n++], sizeof paths[0], "%s", g.gl_pathv[i]);
+    globfree(&g);
+  }
+  return n;
 }

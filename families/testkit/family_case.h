@@ -1,6 +1,7 @@
 /* family_case.h - test kit of the family tests: a kv_case of any family built from a short
  * "axis=value param=value" string (no deck, no plan), its inputs generated or filled by
- * hand, the emulation and the references run over all rows, and error measures. */
+ * hand, the emulation and the references run over all rows, error measures, and the paths of
+ * the families' test decks. */
 #ifndef KVAL_TEST_FAMILY_CASE_H
 #define KVAL_TEST_FAMILY_CASE_H
 
@@ -8,7 +9,6 @@
 #include <stdint.h>
 
 #include "families/kit.h"
-#include "families/families.h"
 #include "input/plan.h"
 
 /* One case with its single-cell family plan; do not copy (the case points into it). */
@@ -52,6 +52,11 @@ double fcase_bound_ratio(const fcase *f);
 double fcase_median_rel_err(const fcase *f, double floor);
 /* Max over elements of |out - ref| / max(|ref|, floor). */
 double fcase_max_rel_err(const fcase *f, double floor);
+
+/* The families' test decks, families/<folder>/<kind>.deck under $top_srcdir (kind "test" or
+ * "sanitize"; top_srcdir from the environment, "." when unset), sorted; returns how many (at
+ * most max). */
+int fcase_family_decks(const char *kind, char (*paths)[1024], int max);
 
 /* Median of n values (sorts a copy). */
 double median_of(const double *v, int n);

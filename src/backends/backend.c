@@ -8,7 +8,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "family_cuda.h"
+#include "backends/cuda/device.h"
 
 extern const kv_backend kv_backend_cpu;
 

@@ -4,6 +4,10 @@
 #ifndef KVAL_CHECK_H
 #define KVAL_CHECK_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <stddef.h>
 
 /* Exit codes of kval (documented in README and --help). */
@@ -69,5 +73,9 @@ kv_status kv_check_h5(long long rc, const char *call, const char *file, int line
   do {                                                                                        \
     if ((expr) != KV_OK) return KV_ERR;                                                       \
   } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -4,6 +4,10 @@
 #ifndef KVAL_DTYPE_H
 #define KVAL_DTYPE_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <stddef.h>
 
 typedef enum { KV_FP16 = 0, KV_BF16 = 1, KV_FP32 = 2, KV_FP64 = 3, KV_NDTYPES } kv_dtype;
@@ -36,5 +40,9 @@ typedef enum {
   KV_NSTATUS
 } kv_case_status;
 const char *kv_status_name(kv_case_status s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

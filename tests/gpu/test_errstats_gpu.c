@@ -23,6 +23,7 @@
 
 #include "tests/unit/test_util.h"
 #include "backends/backend.h"
+#include "backends/cuda/device.h"
 #include "family_cuda.h"
 #include "input/deck.h"
 #include "numerics/errstats.h"

@@ -1,17 +1,19 @@
-/* test_cuda_families.c - the cuda backend end to end on a GPU (make check; exit 77 without
- * one). Small cases of every family that has a CUDA implementation in this build (f->cuda
- * non-NULL: the norms, and fa2 / gemm once their launchers are linked) go from a deck through
- * the plan to kv_backend_cuda.run_case, which generates the inputs on the device, poisons the
- * outputs with NaN bits, times the kernel and computes the GPU fp64 reference. Checked here:
+/* test_families_gpu.c - the cuda backend end to end on a GPU (make check; exit 77 without
+ * one), over every family with a CUDA implementation in this build and the cases of the
+ * families' test decks (families/<f>/test.deck; `small`: families/<f>/sanitize.deck, for
+ * tests/system/sanitizer.sh): deck -> plan -> kv_backend_cuda.run_case, which generates the
+ * inputs on the device, poisons the outputs with NaN bits, prepares, times the kernel and
+ * computes the GPU fp64 reference. Checked here:
  *  - the device inputs are bit-identical to the host generator (downloaded again and compared);
  *  - every output element was written and the case passes its tolerance against the GPU
  *    reference; where the CPU emulation of the same inputs fails (fp16 sums overflowing on
  *    `offset` rows), the GPU verdict must be the same failure;
- *  - the norms' fp16/bf16-accumulation kernels are bit-identical to the CPU emulation;
+ *  - where the family says the emulation is exact (emulation_exact), the output equals it
+ *    bit for bit;
  *  - the GPU reference agrees with the CPU reference on sampled rows (ref_xcheck <= 1e-9);
- *  - timings, resources (no local memory) and telemetry are filled in;
+ *  - timings, resources (no local memory; a library kernel all unknown) are filled in;
  *  - a case larger than the device memory is refused with "needs X GiB, Y GiB free".
- * Usage: test_cuda_families [small]   (small: a few cases, for tests/system/sanitizer.sh) */
+ * Usage: test_families_gpu [small] */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,32 +22,15 @@
 
 #include "tests/unit/test_util.h"
 #include "backends/backend.h"
+#include "backends/cuda/device.h"
 #include "family_cuda.h"
 #include "input/deck.h"
 #include "families/kit.h"
+#include "families/testkit/family_case.h"
 #include "numerics/errstats.h"
 #include "numerics/tolerance.h"
 #include "input/plan.h"
 #include "core/result.h"
-
-static const char *const deck_text =
-    "[run]\nwarmup = 1\nmin_reps = 2\nmax_reps = 3\ntime_cap = 0.05\nsample_rows = 8\n"
-    "[layernorm]\nprecision = fp16:fp32 bf16:fp32 fp32:fp32 fp16:fp16 bf16:bf16\nrows = 1 7 300\n"
-    "hidden = 8 100 1000 4096 5000\ndist = normal uniform offset\n"
-    "[rmsnorm]\nprecision = fp16:fp32 bf16:fp32 fp32:fp32 fp16:fp16 bf16:bf16\nrows = 1 300\n"
-    "hidden = 24 1000 16384\ndist = normal offset\n"
-    "[gemm]\nvariant = kval-wgmma kval-mma cublas\nprecision = fp16:fp32 bf16:fp32 fp16:fp16 bf16:bf16\n"
-    "layout = nn tn nt\nshape = 128x128x64 200x136x72 64x256x1024\n"
-    "[fa2]\nprecision = fp16:fp32 bf16:fp32\nheaddim = 64 128\nseqlen = 128 200\ncausal = 0 1\nbatch = 2\n"
-    "heads = 2\n";
-
-/* `small` (the sanitizer runs): a few cases of each family. */
-static const char *const small_deck =
-    "[run]\nwarmup = 1\nmin_reps = 1\nmax_reps = 1\ntime_cap = 0.01\nsample_rows = 4\n"
-    "[layernorm]\nprecision = fp16:fp32 bf16:fp32 fp32:fp32 fp16:fp16 bf16:bf16\nrows = 3\nhidden = 24 1000\n"
-    "[rmsnorm]\nprecision = fp16:fp32 fp16:fp16\nrows = 3\nhidden = 4096 100\n"
-    "[gemm]\nvariant = kval-wgmma kval-mma cublas\nprecision = fp16:fp32\nshape = 200x136x72\n"
-    "[fa2]\nprecision = fp16:fp32\nheaddim = 64\nseqlen = 200\ncausal = 1\nbatch = 1\nheads = 2\n";
 
 static const char *const huge_deck = "[rmsnorm]\nprecision = fp32:fp32\nrows = 67108864\nhidden = 65536\n";
 
@@ -59,14 +44,24 @@ static void cuda_families(char *only, size_t n) {
     }
 }
 
-static int build_plan(const char *text, const char *only, kv_deck *d, kv_plan *p) {
+static int build_plan_of(int rc, const char *err_in, const char *only, kv_deck *d, kv_plan *p) {
   char err[512];
-  if (kv_deck_parse_string("test_cuda_families", text, d, err, sizeof err) != 0 ||
-      kv_plan_build(d, only, "cuda", KV_MODE_SPLIT, 0, 0, p, err, sizeof err) != 0) {
+  snprintf(err, sizeof err, "%s", err_in);
+  if (rc != 0 || kv_plan_build(d, only, "cuda", KV_MODE_SPLIT, 0, 0, p, err, sizeof err) != 0) {
     printf("FAIL deck/plan: %s\n", err);
     return -1;
   }
   return 0;
+}
+
+static int build_plan(const char *text, const char *only, kv_deck *d, kv_plan *p) {
+  char err[512] = "";
+  return build_plan_of(kv_deck_parse_string("test_families_gpu", text, d, err, sizeof err), err, only, d, p);
+}
+
+static int build_plan_file(const char *path, const char *only, kv_deck *d, kv_plan *p) {
+  char err[512] = "";
+  return build_plan_of(kv_deck_parse_file(path, d, err, sizeof err), err, only, d, p);
 }
 
 /* Verdict of an output against the reference the backend returned. */
@@ -127,17 +122,16 @@ static void check_case(const kv_backend *be, const kv_case *c, const kv_plan *p)
   EXPECT(d.out && n == t.out[0].count && !d.rows && d.n_rows * d.row_len == n, "%s: output or reference shape", what);
   const kv_case_status gpu = judge(c, p, &cost, d.out, d.out_type, &d), cpu = judge(c, p, &cost, out[0], d.out_type, &d);
   EXPECT(gpu == KV_PASS || gpu == cpu, "%s: GPU verdict %s, emulation %s", what, kv_status_name(gpu), kv_status_name(cpu));
-  if ((!strcmp(f->name, "layernorm") || !strcmp(f->name, "rmsnorm")) && c->prec.accum != KV_FP32) {
+  if (f->emulation_exact && f->emulation_exact(c)) {
     size_t differ = 0;
     for (size_t i = 0; i < n; i++) differ += !same_value(d.out, out[0], i, d.out_type);
-    EXPECT(differ == 0, "%s: %zu elements of the serial kernel differ from the emulation", what, differ);
+    EXPECT(differ == 0, "%s: %zu elements differ from the emulation, which this kernel must equal", what, differ);
   }
   EXPECT(d.ref_xcheck <= 1e-9, "%s: GPU vs CPU reference disagreement %g", what, d.ref_xcheck);
   EXPECT(d.n_times >= p->run.min_reps && d.times[0] > 0.0 && d.ref_seconds > 0.0, "%s: %d timings", what, d.n_times);
-  if (!strcmp(f->name, "gemm") && !strcmp(kv_case_str(c, "variant"), "cublas"))
-    /* cuBLAS chooses its kernel inside the library: its resources are recorded as unknown */
-    EXPECT(d.registers == -1 && d.local_bytes == -1 && d.occupancy == -1, "%s: cublas resources %d regs", what,
-           d.registers);
+  if (d.registers == -1)
+    /* a library kernel (cuBLAS chooses inside the library): its resources are all unknown */
+    EXPECT(d.local_bytes == -1 && d.occupancy == -1 && d.smem_bytes == -1, "%s: resources partly known", what);
   else
     EXPECT(d.registers > 0 && d.local_bytes == 0 && d.occupancy > 0, "%s: resources %d regs %d local %d blocks/SM",
            what, d.registers, d.local_bytes, d.occupancy);
@@ -171,41 +165,44 @@ int main(int argc, char **argv) {
   const kv_backend *be = &kv_backend_cuda;
   const int small = argc > 1 && !strcmp(argv[1], "small");
   if (!be->available()) {
-    printf("test_cuda_families: no GPU, skipped\n");
+    printf("test_families_gpu: no GPU, skipped\n");
     return 77;
   }
   kv_check_init(0, "test");
   char only[256];
   cuda_families(only, sizeof only);
   if (!only[0]) {
-    printf("test_cuda_families: no family has a CUDA implementation in this build\n");
+    printf("test_families_gpu: no family has a CUDA implementation in this build\n");
     return 77;
   }
+  char paths[16][1024];
+  const int n_decks = fcase_family_decks(small ? "sanitize" : "test", paths, 16);
   kv_deck d, dh;
   kv_plan p, ph;
-  if (build_plan(small ? small_deck : deck_text, only, &d, &p) != 0) return 1;
   kv_rank_info info;
+  kv_run_settings defaults; /* init reads no setting */
+  memset(&defaults, 0, sizeof defaults);
   TEST("init: binding, identity, ceilings");
-  EXPECT(be->init(0, 1, &p.run, &info) == KV_OK, "init failed");
+  EXPECT(be->init(0, 1, &defaults, &info) == KV_OK, "init failed");
   printf("   %s %s %s, copy %.0f GB/s, bf16 %.0f TFLOP/s, fp64 %.1f TFLOP/s, nvml %s\n", info.device_name, info.uuid,
          info.serial, info.copy_gbps, info.matrix_tflops, info.fp64_tflops, info.nvml);
   EXPECT(!strncmp(info.uuid, "GPU-", 4) && info.sm_count > 0, "rank info incomplete");
   EXPECT(getenv("KVAL_SKIP_CEILINGS") || (info.copy_gbps > 0 && info.matrix_tflops > 0 && info.fp64_tflops > 0),
          "ceilings not measured");
   EXPECT(be->free_bytes() > 0, "free_bytes");
-  TEST("families with CUDA: %s (%zu cases)", only, p.n_cases);
-  const kv_family *seen[8] = {0};
-  for (size_t i = 0; i < p.n_cases; i++) {
-    const kv_family *f = p.cases[i].fp->family;
-    int first = 1;
-    for (int k = 0; k < 8 && seen[k]; k++) first &= seen[k] != f;
-    for (int k = 0; k < 8 && first; k++)
-      if (!seen[k]) {
-        seen[k] = f;
-        break;
-      }
-    if (first) check_generation(&p.cases[i], &p);
-    check_case(be, &p.cases[i], &p);
+  EXPECT(n_decks > 0, "families/*/%s.deck found", small ? "sanitize" : "test");
+  for (int k = 0; k < n_decks; k++) {
+    if (build_plan_file(paths[k], only, &d, &p) != 0) {
+      EXPECT(0, "%s", paths[k]);
+      continue;
+    }
+    TEST("%s: %zu cases", paths[k], p.n_cases);
+    for (size_t i = 0; i < p.n_cases; i++) {
+      if (i == 0 || p.cases[i].fp != p.cases[i - 1].fp) check_generation(&p.cases[i], &p);
+      check_case(be, &p.cases[i], &p);
+    }
+    kv_plan_free(&p);
+    kv_deck_free(&d);
   }
   if (strstr(only, "rmsnorm") && build_plan(huge_deck, "rmsnorm", &dh, &ph) == 0 && ph.n_cases == 1) {
     TEST("a case larger than the device memory is refused");
@@ -219,7 +216,5 @@ int main(int argc, char **argv) {
     kv_deck_free(&dh);
   }
   be->finalize();
-  kv_plan_free(&p);
-  kv_deck_free(&d);
   return TEST_RETURN();
 }

@@ -46,10 +46,10 @@ static const kv_axis_desc gamma_axes[] = {
     {NULL, 0, NULL, NULL, 0, 0, NULL}};
 static void gamma_cost(const kv_case *c, kv_cost *out) { out->flops = 50e12 * 1e-3 * (double)c->ival[0]; }
 
-static const kv_family alpha = {"alpha", "test family", alpha_axes, alpha_params, alpha_invalid, alpha_cost,
-                                NULL, NULL, NULL, NULL};
-static const kv_family beta = {"beta", "test family", beta_axes, NULL, NULL, beta_cost, NULL, NULL, NULL, NULL};
-static const kv_family gamma_ = {"gamma", "test family", gamma_axes, NULL, NULL, gamma_cost, NULL, NULL, NULL, NULL};
+static const kv_family alpha = {.name = "alpha", .summary = "test family", .axes = alpha_axes,
+                                .params = alpha_params, .invalid = alpha_invalid, .cost = alpha_cost};
+static const kv_family beta = {.name = "beta", .summary = "test family", .axes = beta_axes, .cost = beta_cost};
+static const kv_family gamma_ = {.name = "gamma", .summary = "test family", .axes = gamma_axes, .cost = gamma_cost};
 
 const kv_family *const kv_families[] = {&alpha, &beta, &gamma_, NULL};
 

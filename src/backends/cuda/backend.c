@@ -15,11 +15,11 @@
 #include <unistd.h>
 
 #include "backends/cuda/context.h"
-#include "core/cuda_check.cuh"
 #include "backends/cuda/nvml.h"
+#include "core/cuda_check.cuh"
+#include "core/timing.h"
 #include "numerics/rng.h"
 #include "numerics/tolerance.h"
-#include "core/timing.h"
 
 #define XCHECK_ROWS 16 /* rows of the CPU cross-check of the GPU reference */
 
@@ -104,7 +104,7 @@ static kv_status buffers_alloc(const kv_tensors *t, const kv_cost *cost, case_bu
 
 /* Inputs from the shared generator; outputs poisoned: all-ones bits are NaN in fp16, bf16,
  * fp32 and fp64, so an element the kernel does not write fails the NaN count. */
-static kv_status prepare(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, case_buffers *b) {
+static kv_status fill_buffers(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, case_buffers *b) {
   for (int i = 0; i < t->n_in; i++)
     KV_TRY(kv_cuda_generate(b->in[i], &t->in[i], kv_stream_key(rs->seed, c->key, (uint64_t)i), ctx.stream));
   for (int i = 0; i < t->n_out; i++)
@@ -120,8 +120,8 @@ static kv_status download(void **host, const void *dev, size_t bytes) {
 
 /* The kernel output on the host, the GPU fp64 reference (timed), and either the error
  * statistics computed on the device (d->device_stats) or the whole reference on the host. */
-static kv_status collect(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, const kv_cost *cost,
-                         case_buffers *b, kv_case_data *d) {
+static kv_status collect(const kv_case *c, const void *problem, const kv_run_settings *rs, const kv_tensors *t,
+                         const kv_cost *cost, case_buffers *b, kv_case_data *d) {
   const kv_cuda_family *cf = c->fp->family->cuda;
   KV_TRY(download(&d->out, b->out[0], tensor_bytes(&t->out[0])));
   d->out_count = t->out[0].count;
@@ -131,7 +131,7 @@ static kv_status collect(const kv_case *c, const kv_run_settings *rs, const kv_t
     d->aux_count = t->out[1].count;
   }
   const double t0 = kv_wtime();
-  KV_TRY(cf->reference(c, (const void *const *)b->in, b->ref, b->mag, b->aux_ref, ctx.stream));
+  KV_TRY(cf->reference(problem, b->ref, b->mag, b->aux_ref, ctx.stream));
   KV_TRY(CHECK_CUDA(cudaStreamSynchronize(ctx.stream)));
   d->ref_seconds = kv_wtime() - t0;
   d->rows = NULL;
@@ -252,24 +252,29 @@ static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_c
     set_message(message, msglen, "needs %.2f GiB, %.2f GiB free", need / 1073741824.0, avail / 1073741824.0);
     return KV_ERR;
   }
+  case_buffers b;
+  memset(&b, 0, sizeof b);
+  void *problem = NULL;
+  const char *step = "device allocation", *why = NULL;
+  kv_status st = buffers_alloc(&t, &cost, &b);
+  if (st == KV_OK) {
+    step = "input generation";
+    st = fill_buffers(c, rs, &t, &b);
+  }
+  if (st == KV_OK) {
+    step = "prepare";
+    st = f->cuda->prepare(c, b.in, b.out, &problem, &why);
+  }
   kv_kernel_resources res;
-  if (f->cuda->resources(c, &res) == KV_OK) {
+  if (st == KV_OK && f->cuda->resources(problem, &res) == KV_OK) {
     d->registers = res.registers;
     d->smem_bytes = res.smem_bytes;
     d->local_bytes = res.local_bytes;
     d->occupancy = res.occupancy;
   }
-  case_buffers b;
-  memset(&b, 0, sizeof b);
-  const char *step = "device allocation";
-  kv_status st = buffers_alloc(&t, &cost, &b);
-  if (st == KV_OK) {
-    step = "input generation";
-    st = prepare(c, rs, &t, &b);
-  }
   if (st == KV_OK) {
     step = "launch";
-    st = kv_cuda_time_case(&ctx, f->cuda, c, b.in, b.out, rs, d);
+    st = kv_cuda_time_case(&ctx, f->cuda, problem, rs, d);
   }
   if (st == KV_OK && d->device_fault) {
     step = "injected device fault";
@@ -277,13 +282,18 @@ static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_c
   }
   if (st == KV_OK) {
     step = "GPU reference and error statistics";
-    st = collect(c, rs, &t, &cost, &b, d);
+    st = collect(c, problem, rs, &t, &cost, &b, d);
   }
   if (st == KV_OK && cross_check(c, &t, &cost, rs, &b, d) != KV_OK)
     kv_report(__FILE__, __LINE__, f->name, "cell %zu: CPU cross-check of the GPU reference failed", c->cell);
+  if (problem) f->cuda->release(problem);
   if (buffers_free(&b) != KV_OK && st == KV_OK) {
     step = "device free";
     st = KV_ERR;
+  }
+  if (st != KV_OK && why) {
+    set_message(message, msglen, "cuda %s: %s", step, why);
+    return st;
   }
   if (st != KV_OK) set_message(message, msglen, "cuda %s failed (see the log)", step);
   return st;

@@ -8,15 +8,9 @@
 #include <stdlib.h>
 
 #include "backends/cuda/context.h"
+#include "core/cublas_check.h"
 #include "core/cuda_check.cuh"
 #include "numerics/rng.h"
-
-static kv_status check_cublas(cublasStatus_t s, const char *call, const char *file, int line) {
-  if (s == CUBLAS_STATUS_SUCCESS) return KV_OK;
-  kv_report(file, line, "cuBLAS", "%s failed: %s", call, cublasGetStatusString(s));
-  return KV_ERR;
-}
-#define CHECK_CUBLAS(call) check_cublas((call), #call, __FILE__, __LINE__)
 
 typedef struct {
   cublasHandle_t h;

@@ -1,7 +1,7 @@
-/* backend_cuda.h - internal interface between the parts of the cuda backend (C11 host code
- * on the CUDA runtime C API): device binding and identity (cuda_identity.c), start-up
- * ceilings (cuda_ceilings.c), the timing harness with telemetry (cuda_harness.c) and the
- * backend itself (backend_cuda.c). Not used outside these files. */
+/* context.h - internal interface between the parts of the cuda backend (C11 host code on the
+ * CUDA runtime C API): device binding and identity (identity.c), start-up ceilings
+ * (ceilings.c), the timing harness with telemetry (harness.c) and the backend itself
+ * (backend.c). Not used outside src/backends/cuda/. */
 #ifndef KVAL_BACKEND_CUDA_H
 #define KVAL_BACKEND_CUDA_H
 
@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "backends/backend.h"
+#include "backends/cuda/device.h"
 #include "family_cuda.h"
 
 /* The process's device state, set up by init. */
@@ -33,11 +34,11 @@ kv_status kv_cuda_identify(int device, kv_rank_info *info);
  * GEMM rate (cuBLAS, 8192^3, random inputs) and DGEMM rate (4096^3). */
 kv_status kv_cuda_ceilings(cudaStream_t s, kv_rank_info *info);
 
-/* Warm-up and timed repetitions of one case's launch (CUDA events around each launch, L2
+/* Warm-up and timed repetitions of one prepared case's launch (cf->launch(problem) alone) (CUDA events around each launch, L2
  * flushed between repetitions unless rs->l2_flush is 0), until the relative standard error
  * of the median reaches rs->rse_target (after rs->min_reps), rs->max_reps, or rs->time_cap
  * seconds of wall time; fills d->times, d->n_times and the telemetry fields. */
-kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const kv_case *c, void *const *d_in,
-                            void *const *d_out, const kv_run_settings *rs, kv_case_data *d);
+kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem,
+                            const kv_run_settings *rs, kv_case_data *d);
 
 #endif

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/cuda_check.cuh"
-#include "family_cuda.h"
+#include "backends/cuda/device.h"
 #include "numerics/narrow.h"
 
 namespace {

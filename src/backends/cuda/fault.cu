@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "core/cuda_check.cuh"
-#include "family_cuda.h"
+#include "backends/cuda/device.h"
 
 namespace {
 

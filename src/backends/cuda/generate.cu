@@ -10,7 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "core/cuda_check.cuh"
-#include "family_cuda.h"
+#include "backends/cuda/device.h"
 #include "numerics/rng.h"
 
 namespace {

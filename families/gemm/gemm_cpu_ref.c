@@ -1,0 +1,132 @@
+/* gemm_cpu_ref.c - the gemm family's fp64 CPU reference of the listed output rows:
+ * ref = alpha op(A) op(B) + beta C and the magnitude term mag = |alpha| |op(A)| |op(B)| + |beta| |C|
+ * of the tolerance, k ascending in fp64 (B converted chunk by chunk so memory stays bounded
+ * whatever N and K), and its double-double twin (kv_gemm_cpu_reference_dd), which the tests use
+ * to judge the fp64 one on ill-conditioned inputs. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "families/gemm/gemm.h"
+#include "families/kit.h"
+#include "numerics/dd.h"
+
+#define GEMM_REF_CHUNK_BYTES (4u << 20)
+
+/* B(k0 .. k0 + kc, all j) into bc[kk * n + j] as doubles. */
+static void load_b_chunk(const void *b, kv_dtype st, const kv_gemm_dims *d, long long k0, long long kc, double *bc,
+                         double *tmp) {
+  size_t n = (size_t)d->n, K = (size_t)d->k;
+  if (!d->b_trans) {
+    kv_to_double(b, st, (size_t)k0 * n, (size_t)kc * n, bc);
+    return;
+  }
+  for (size_t j = 0; j < n; j++) {
+    kv_to_double(b, st, j * K + (size_t)k0, (size_t)kc, tmp);
+    for (long long kk = 0; kk < kc; kk++) bc[(size_t)kk * n + j] = tmp[kk];
+  }
+}
+
+/* A(i, k0 .. k0 + kc) into a[] as doubles. */
+static void load_a_part(const void *a, kv_dtype st, const kv_gemm_dims *d, size_t i, long long k0, long long kc,
+                        double *out) {
+  if (!d->a_trans) {
+    kv_to_double(a, st, i * (size_t)d->k + (size_t)k0, (size_t)kc, out);
+    return;
+  }
+  for (long long kk = 0; kk < kc; kk++) out[kk] = kv_load(a, (size_t)(k0 + kk) * (size_t)d->m + i, st);
+}
+
+/* ref = alpha * acc + beta * C, mag = |alpha| mag + |beta| |C| over the listed rows. */
+static void apply_epilogue(const void *cbuf, kv_dtype st, const kv_gemm_dims *d, const size_t *rows, size_t n_rows,
+                           double *ref, double *mag) {
+  size_t n = (size_t)d->n;
+  double aa = fabs(d->alpha), ab = fabs(d->beta);
+  for (size_t r = 0; r < n_rows; r++)
+    for (size_t j = 0; j < n; j++) {
+      double cv = d->has_c ? kv_load(cbuf, rows[r] * n + j, st) : 0.0;
+      ref[r * n + j] = d->alpha * ref[r * n + j] + d->beta * cv;
+      mag[r * n + j] = aa * mag[r * n + j] + ab * fabs(cv);
+    }
+}
+
+/* fp64 reference of the listed rows, k ascending, B converted chunk by chunk so memory stays
+ * bounded (GEMM_REF_CHUNK_BYTES) whatever N and K. */
+kv_status kv_gemm_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows, double *ref,
+                                double *mag, double *aux_ref) {
+  kv_gemm_dims d;
+  kv_gemm_dims_of(c, &d);
+  (void)aux_ref;
+  kv_dtype st = c->prec.storage;
+  size_t n = (size_t)d.n;
+  KV_TRY(kv_check_rows(rows, n_rows, (size_t)d.m, "gemm"));
+  long long kc_max = (long long)(GEMM_REF_CHUNK_BYTES / (sizeof(double) * n));
+  if (kc_max < 1) kc_max = 1;
+  if (kc_max > d.k) kc_max = d.k;
+  double *bc = KV_MALLOC((size_t)kc_max * n * sizeof(double));
+  double *tmp = KV_MALLOC((size_t)kc_max * sizeof(double));
+  if (CHECK_ALLOC(bc) != KV_OK || CHECK_ALLOC(tmp) != KV_OK) {
+    free(bc);
+    free(tmp);
+    return KV_ERR;
+  }
+  memset(ref, 0, n_rows * n * sizeof(double));
+  memset(mag, 0, n_rows * n * sizeof(double));
+  for (long long k0 = 0; k0 < d.k; k0 += kc_max) {
+    long long kc = d.k - k0 < kc_max ? d.k - k0 : kc_max;
+    load_b_chunk(in[1], st, &d, k0, kc, bc, tmp);
+    for (size_t r = 0; r < n_rows; r++) {
+      double *rr = ref + r * n, *mr = mag + r * n;
+      load_a_part(in[0], st, &d, rows[r], k0, kc, tmp);
+      for (long long kk = 0; kk < kc; kk++) {
+        const double a = tmp[kk], aa = fabs(a), *br = bc + (size_t)kk * n;
+        for (size_t j = 0; j < n; j++) {
+          rr[j] += a * br[j];
+          mr[j] += aa * fabs(br[j]);
+        }
+      }
+    }
+  }
+  apply_epilogue(d.has_c ? in[2] : NULL, st, &d, rows, n_rows, ref, mag);
+  free(bc);
+  free(tmp);
+  return KV_OK;
+}
+
+kv_status kv_gemm_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
+                                   double *ref, double *mag, double *aux_ref) {
+  kv_gemm_dims d;
+  kv_gemm_dims_of(c, &d);
+  (void)aux_ref;
+  kv_dtype st = c->prec.storage;
+  size_t n = (size_t)d.n, K = (size_t)d.k;
+  KV_TRY(kv_check_rows(rows, n_rows, (size_t)d.m, "gemm"));
+  double *a = KV_MALLOC(K * sizeof(double));
+  double *bt = KV_MALLOC(K * n * sizeof(double)); /* B(k, j) at bt[j * K + k] */
+  if (CHECK_ALLOC(a) != KV_OK || CHECK_ALLOC(bt) != KV_OK) {
+    free(a);
+    free(bt);
+    return KV_ERR;
+  }
+  for (size_t k = 0; k < K; k++)
+    for (size_t j = 0; j < n; j++) bt[j * K + k] = kv_load(in[1], d.b_trans ? j * K + k : k * n + j, st);
+  for (size_t r = 0; r < n_rows; r++) {
+    load_a_part(in[0], st, &d, rows[r], 0, d.k, a);
+    for (size_t j = 0; j < n; j++) {
+      kv_dd s = kv_dd_zero, m = kv_dd_zero;
+      for (size_t k = 0; k < K; k++) {
+        s = kv_dd_add_prod(s, a[k], bt[j * K + k]);
+        m = kv_dd_add_prod(m, fabs(a[k]), fabs(bt[j * K + k]));
+      }
+      double cv = d.has_c ? kv_load(in[2], rows[r] * n + j, st) : 0.0;
+      kv_dd v = kv_dd_add_prod(kv_dd_zero, s.hi, d.alpha);
+      v = kv_dd_add_prod(v, s.lo, d.alpha);
+      v = kv_dd_add_prod(v, cv, d.beta);
+      ref[r * n + j] = kv_dd_value(v);
+      mag[r * n + j] = fabs(d.alpha) * kv_dd_value(m) + fabs(d.beta) * fabs(cv);
+    }
+  }
+  free(a);
+  free(bt);
+  return KV_OK;
+}

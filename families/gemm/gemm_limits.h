@@ -1,0 +1,47 @@
+/* gemm_limits.h - which GEMM problems each variant can run, in plain C that gcc and nvcc both
+ * compile: the descriptor's invalid() and the dispatcher (gemm_dispatch.cu) ask the same
+ * kv_gemm_unsupported(). */
+#ifndef KVAL_GEMM_LIMITS_H
+#define KVAL_GEMM_LIMITS_H
+
+#include <string.h>
+
+#include "core/dtype.h"
+
+/* The family's kernels by deck name: kval's wgmma (Hopper) and mma.sync GEMMs, and cuBLASLt. */
+enum kv_gemm_variant { KV_GEMM_WGMMA = 0, KV_GEMM_MMA = 1, KV_GEMM_CUBLAS = 2 };
+
+/* The variant of a deck name, -1 for an unknown one. */
+static inline int kv_gemm_variant_of(const char *name) {
+  if (name && strcmp(name, "kval-wgmma") == 0) return KV_GEMM_WGMMA;
+  if (name && strcmp(name, "kval-mma") == 0) return KV_GEMM_MMA;
+  if (name && strcmp(name, "cublas") == 0) return KV_GEMM_CUBLAS;
+  return -1;
+}
+
+/* NULL when the variant runs D = alpha op(A) op(B) + beta C of this shape, layout (a_t / b_t:
+ * A stored K x M / B stored N x K) and precision, else why not. */
+static inline const char *kv_gemm_unsupported(int variant, long long m, long long n, long long k, int a_t, int b_t,
+                                              kv_precision p) {
+  if (m < 1 || n < 1 || k < 1) return "gemm: M, N and K must be positive";
+  if (p.storage == KV_FP32) return "fp32 storage not implemented: kval's tensor-core kernels take fp16/bf16";
+  if (p.storage != KV_FP16 && p.storage != KV_BF16) return "gemm: storage must be fp16 or bf16";
+  if (p.accum != KV_FP32 && p.accum != p.storage) return "gemm: the accumulator must be fp32 or the storage type";
+  if (a_t && b_t) return "gemm: layout tt is not implemented (nn, tn, nt are)";
+  switch (variant) {
+    case KV_GEMM_CUBLAS:
+      return p.accum == KV_BF16 ? "cublas has no bf16 accumulation" : NULL;
+    case KV_GEMM_WGMMA:
+      /* TMA global strides are multiples of 16 bytes: the stored row lengths of A (K for
+       * layout n, M for t) and of B (N for n, K for t) must be multiples of 8 elements. */
+      if ((a_t ? m : k) % 8 != 0 || (b_t ? k : n) % 8 != 0)
+        return "kval-wgmma: TMA needs the stored row lengths of A and B (K or M, N or K) to be multiples of 8";
+      return NULL;
+    case KV_GEMM_MMA:
+      return NULL;
+    default:
+      return "gemm: unknown variant";
+  }
+}
+
+#endif

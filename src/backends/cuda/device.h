@@ -1,0 +1,43 @@
+/* device.h - the cuda backend's own device code, called from its host half (C11): the input
+ * generator, the error statistics on the device and the real sticky fault of --inject sticky
+ * (generate.cu, errstats.cu, fault.cu), and the backend itself. */
+#ifndef KVAL_BACKENDS_CUDA_DEVICE_H
+#define KVAL_BACKENDS_CUDA_DEVICE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "numerics/errstats.h"
+#include "numerics/tolerance.h"
+
+/* Fill a device buffer with the tensor's inputs: element i = round_to(dtype,
+ * kv_gen_value(key, i, dist, scale, offset)), bit-identical to the CPU generator. */
+kv_status kv_cuda_generate(void *d_buf, const kv_tensor_spec *t, uint64_t key, void *stream);
+
+/* kv_errstats_compute on the device (errstats.cu): the same statistics of n elements of a
+ * device output d_out (flat indices d_index, or NULL for 0..n-1) against the device reference
+ * d_ref and magnitude term d_mag. Maxima, counts, histogram, worst_index and p99_ulp equal the
+ * host's; the sums differ from the host's only by summation order (deterministic). Ends with
+ * a synchronize of `stream`. */
+kv_status kv_cuda_errstats(const void *d_out, kv_dtype out_t, const int64_t *d_index, const double *d_ref,
+                           const double *d_mag, size_t n, kv_precision prec, const kv_tolerance *tol, double red_len,
+                           kv_errstats *st, void *stream);
+
+/* A real sticky device error (fault.cu): a kernel that stores through an invalid device
+ * address, then a synchronize of `stream`; returns KV_ERR with the fatal error deferred
+ * (CHECK_CUDA), or KV_OK if the device did not fault. */
+kv_status kv_cuda_fault(void *stream);
+
+/* The cuda backend (backend.c). */
+extern const kv_backend kv_backend_cuda;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
