@@ -43,12 +43,14 @@
 #include "families/fa2/fa2_api.h"
 #include "families/fa2/fa2_common.cuh"
 #include "families/fa2/fa2_wgmma_traits.h"
+#include "families/device/sm80.cuh"
 #include "families/device/sm90.cuh"
 
 namespace kv_fa2_wgmma {
 
+namespace ptx = kv::ptx;
 using kv_fa2_common::ex2;
-using kv_fa2_common::pack2;
+using kv_fa2_common::storage_t;
 
 /* ---- wgmma m64nNk16 with fp32 accumulators, N = 64 or 128 ---- */
 
@@ -125,6 +127,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
                      const kv_fa2_args a) {
 #if KV_SM90A
   constexpr int D = Tr::kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, ST = Tr::kStages, CH = Tr::kChunks;
+  using T = storage_t<STORE>;
   extern __shared__ unsigned char fa2_wgmma_smem[];
   unsigned char *smem = reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(fa2_wgmma_smem) + 1023) &
                                                           ~static_cast<uintptr_t>(1023));
@@ -291,7 +294,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int j = 4 * (2 * kk + (r >> 1)) + 2 * (r & 1);
-        p[kk][r] = pack2<STORE>(sc[j], sc[j + 1]);
+        p[kk][r] = ptx::cvt_rn_pair<T>(sc[j], sc[j + 1]);
       }
   };
 
@@ -368,7 +371,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #pragma unroll
     for (int hi = 0; hi < 2; ++hi) {
       const int r = row0 + 8 * hi; /* row within the block = row within every chunk */
-      const uint32_t packed = pack2<STORE>(o[4 * jb + 2 * hi] * inv[hi], o[4 * jb + 2 * hi + 1] * inv[hi]);
+      const uint32_t packed = ptx::cvt_rn_pair<T>(o[4 * jb + 2 * hi] * inv[hi], o[4 * jb + 2 * hi + 1] * inv[hi]);
       unsigned char *dst = sq + (jb / 8) * BM * 128 + r * 128 + (((jb % 8) ^ (r % 8)) * 16) + t4 * 4;
       *reinterpret_cast<uint32_t *>(dst) = packed;
     }

@@ -24,12 +24,6 @@ template <> struct kv_storage<__nv_bfloat16> {
 /* The bf16 accumulation model: the fp32 accumulator rounded to bf16 (RNE) after a k-step. */
 __device__ __forceinline__ float kv_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 
-/* Unpack an f16x2 accumulator register (low half first). */
-__device__ __forceinline__ float2 kv_unpack_f16x2(uint32_t r) {
-  __half2 h = *reinterpret_cast<const __half2 *>(&r);
-  return __half22float2(h);
-}
-
 /* Output side of a launch: D (and C when beta != 0), row-major m x n. */
 struct kv_gemm_epi {
   void *d;

@@ -12,53 +12,7 @@
 #include "families/gemm/gemm_common.cuh"
 #include "families/gemm/gemm_api.h"
 #include "families/gemm/gemm_traits.h"
-
-__device__ __forceinline__ uint32_t kv_mma_smem(const void *p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/* 16-byte global->shared copy of `bytes` valid bytes, the rest zero-filled. */
-__device__ __forceinline__ void kv_cp_async16(void *dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(kv_mma_smem(dst)), "l"(src), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void kv_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void kv_cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
-template <bool TRANS> __device__ __forceinline__ void kv_ldmatrix_x4(uint32_t (&r)[4], const void *p) {
-  if (TRANS)
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(kv_mma_smem(p)));
-  else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(kv_mma_smem(p)));
-}
-
-/* c += a b, one m16n8k16 step with fp32 accumulators. */
-template <class T>
-__device__ __forceinline__ void kv_mma_f32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same<T, __half>::value)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* c += a b with fp16 accumulators (fp16 inputs), two per register. */
-__device__ __forceinline__ void kv_mma_f16(uint32_t (&c)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
-               : "+r"(c[0]), "+r"(c[1])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+#include "families/device/sm80.cuh"
 
 /* Accumulators of one warp tile (MI x NI mma tiles) per accumulation mode. */
 template <class T, int ACC> struct kv_mma_acc {
@@ -77,7 +31,7 @@ template <class T, int ACC> struct kv_mma_acc {
     for (int i = 0; i < Tr::MI; ++i)
 #pragma unroll
       for (int j = 0; j < Tr::NI; ++j) {
-        kv_mma_f32<T>(c[i][j], a[i], b[j][0], b[j][1]);
+        kv::ptx::mma_m16n8k16_f32<T>(c[i][j], a[i], b[j][0], b[j][1]);
         if (ACC == KV_GEMM_ACC_BF16) /* the bf16 accumulation model: round after the k-step */
 #pragma unroll
           for (int e = 0; e < 4; ++e) c[i][j][e] = kv_round_bf16(c[i][j][e]);
@@ -101,11 +55,11 @@ template <class T> struct kv_mma_acc<T, KV_GEMM_ACC_F16> {
 #pragma unroll
     for (int i = 0; i < Tr::MI; ++i)
 #pragma unroll
-      for (int j = 0; j < Tr::NI; ++j) kv_mma_f16(c[i][j], a[i], b[j][0], b[j][1]);
+      for (int j = 0; j < Tr::NI; ++j) kv::ptx::mma_m16n8k16_f16(c[i][j], a[i], b[j][0], b[j][1]);
   }
   __device__ __forceinline__ float4 get(int i, int j) const {
-    const float2 lo = kv_unpack_f16x2(c[i][j][0]), hi = kv_unpack_f16x2(c[i][j][1]);
-    return make_float4(lo.x, lo.y, hi.x, hi.y);
+    return make_float4(kv::ptx::f16x2_lo(c[i][j][0]), kv::ptx::f16x2_hi(c[i][j][0]), kv::ptx::f16x2_lo(c[i][j][1]),
+                       kv::ptx::f16x2_hi(c[i][j][1]));
   }
 };
 
@@ -127,7 +81,7 @@ __device__ __forceinline__ void kv_mma_load_tile(T *s, const T *g, int ld, int r
     T *dst = s + r * (COLS + Tr::PAD) + cc;
     const T *src = g + (size_t)gr * (size_t)ld + gc;
     if (vec) {
-      kv_cp_async16(dst, valid > 0 ? src : g, valid * 2);
+      kv::ptx::cp_async_16(kv::ptx::smem_addr(dst), valid > 0 ? src : g, valid * 2);
     } else {
       __align__(16) T v[8];
 #pragma unroll
@@ -174,16 +128,16 @@ __global__ void __launch_bounds__(kv_mma_traits::THREADS)
 #pragma unroll
   for (int s = 0; s < Tr::STAGES - 1; ++s) {
     if (s < kblocks) load(s, s);
-    kv_cp_async_commit();
+    kv::ptx::cp_async_commit_group();
   }
 
   const int q = lane / 8, r = lane % 8;
   for (int kb = 0; kb < kblocks; ++kb) {
-    kv_cp_async_wait<Tr::STAGES - 2>();
+    kv::ptx::cp_async_wait_group<Tr::STAGES - 2>();
     __syncthreads();
     const int next = kb + Tr::STAGES - 1;
     if (next < kblocks) load(next % Tr::STAGES, next);
-    kv_cp_async_commit();
+    kv::ptx::cp_async_commit_group();
 
     const T *ta = sa + (kb % Tr::STAGES) * A_ELEMS, *tb = sb + (kb % Tr::STAGES) * B_ELEMS;
 #pragma unroll
@@ -193,18 +147,18 @@ __global__ void __launch_bounds__(kv_mma_traits::THREADS)
       for (int i = 0; i < Tr::MI; ++i) {
         const int m0 = wm * Tr::WM + i * 16;
         if (AT)
-          kv_ldmatrix_x4<true>(af[i], ta + (kk + (q >> 1) * 8 + r) * (Tr::BM + Tr::PAD) + m0 + (q & 1) * 8);
+          kv::ptx::ldmatrix_x4_trans(af[i], kv::ptx::smem_addr(ta + (kk + (q >> 1) * 8 + r) * (Tr::BM + Tr::PAD) + m0 + (q & 1) * 8));
         else
-          kv_ldmatrix_x4<false>(af[i], ta + (m0 + (q & 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q >> 1) * 8);
+          kv::ptx::ldmatrix_x4(af[i], kv::ptx::smem_addr(ta + (m0 + (q & 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q >> 1) * 8));
       }
 #pragma unroll
       for (int j = 0; j < Tr::NI / 2; ++j) {
         const int n0 = wn * Tr::WN + j * 16;
         uint32_t t4[4];
         if (BT)
-          kv_ldmatrix_x4<false>(t4, tb + (n0 + (q >> 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q & 1) * 8);
+          kv::ptx::ldmatrix_x4(t4, kv::ptx::smem_addr(tb + (n0 + (q >> 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q & 1) * 8));
         else
-          kv_ldmatrix_x4<true>(t4, tb + (kk + (q & 1) * 8 + r) * (Tr::BN + Tr::PAD) + n0 + (q >> 1) * 8);
+          kv::ptx::ldmatrix_x4_trans(t4, kv::ptx::smem_addr(tb + (kk + (q & 1) * 8 + r) * (Tr::BN + Tr::PAD) + n0 + (q >> 1) * 8));
         bf[2 * j][0] = t4[0];
         bf[2 * j][1] = t4[1];
         bf[2 * j + 1][0] = t4[2];
@@ -213,7 +167,7 @@ __global__ void __launch_bounds__(kv_mma_traits::THREADS)
       acc.step(af, bf);
     }
   }
-  kv_cp_async_wait<0>();
+  kv::ptx::cp_async_wait_group<0>();
 
 #pragma unroll
   for (int i = 0; i < Tr::MI; ++i)

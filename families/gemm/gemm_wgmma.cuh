@@ -18,6 +18,7 @@
 
 #include "families/gemm/gemm_common.cuh"
 #include "families/gemm/gemm_api.h"
+#include "families/device/sm80.cuh"
 #include "families/device/sm90.cuh"
 #include "families/gemm/gemm_traits.h"
 
@@ -83,7 +84,9 @@ template <class Tr, class T, int AT, int BT> struct kv_wgmma_acc<Tr, T, KV_GEMM_
 #pragma unroll
     for (int i = 0; i < 64; ++i) kv_reg_fence(d[i]);
   }
-  __device__ __forceinline__ float2 pair(int j, int h) const { return kv_unpack_f16x2(d[2 * j + h]); }
+  __device__ __forceinline__ float2 pair(int j, int h) const {
+    return make_float2(kv::ptx::f16x2_lo(d[2 * j + h]), kv::ptx::f16x2_hi(d[2 * j + h]));
+  }
 };
 
 /* bf16 accumulation model: every k-step of 16 completes and is rounded to bf16 before the
