@@ -14,8 +14,12 @@
 #include "families/gemm/gemm_traits.h"
 #include "families/device/sm80.cuh"
 
+namespace kv_gemm {
+
+namespace ptx = kv::ptx;
+
 /* Accumulators of one warp tile (MI x NI mma tiles) per accumulation mode. */
-template <class T, int ACC> struct kv_mma_acc {
+template <class T, int ACC> struct mma_acc {
   typedef kv_mma_traits Tr;
   float c[Tr::MI][Tr::NI][4];
   __device__ __forceinline__ void zero() {
@@ -31,10 +35,10 @@ template <class T, int ACC> struct kv_mma_acc {
     for (int i = 0; i < Tr::MI; ++i)
 #pragma unroll
       for (int j = 0; j < Tr::NI; ++j) {
-        kv::ptx::mma_m16n8k16_f32<T>(c[i][j], a[i], b[j][0], b[j][1]);
+        ptx::mma_m16n8k16_f32<T>(c[i][j], a[i], b[j][0], b[j][1]);
         if (ACC == KV_GEMM_ACC_BF16) /* the bf16 accumulation model: round after the k-step */
 #pragma unroll
-          for (int e = 0; e < 4; ++e) c[i][j][e] = kv_round_bf16(c[i][j][e]);
+          for (int e = 0; e < 4; ++e) c[i][j][e] = round_bf16(c[i][j][e]);
       }
   }
   __device__ __forceinline__ float4 get(int i, int j) const {
@@ -42,7 +46,7 @@ template <class T, int ACC> struct kv_mma_acc {
   }
 };
 
-template <class T> struct kv_mma_acc<T, KV_GEMM_ACC_F16> {
+template <class T> struct mma_acc<T, KV_GEMM_ACC_F16> {
   typedef kv_mma_traits Tr;
   uint32_t c[Tr::MI][Tr::NI][2];
   __device__ __forceinline__ void zero() {
@@ -55,19 +59,19 @@ template <class T> struct kv_mma_acc<T, KV_GEMM_ACC_F16> {
 #pragma unroll
     for (int i = 0; i < Tr::MI; ++i)
 #pragma unroll
-      for (int j = 0; j < Tr::NI; ++j) kv::ptx::mma_m16n8k16_f16(c[i][j], a[i], b[j][0], b[j][1]);
+      for (int j = 0; j < Tr::NI; ++j) ptx::mma_m16n8k16_f16(c[i][j], a[i], b[j][0], b[j][1]);
   }
   __device__ __forceinline__ float4 get(int i, int j) const {
-    return make_float4(kv::ptx::f16x2_lo(c[i][j][0]), kv::ptx::f16x2_hi(c[i][j][0]), kv::ptx::f16x2_lo(c[i][j][1]),
-                       kv::ptx::f16x2_hi(c[i][j][1]));
+    return make_float4(ptx::f16x2_lo(c[i][j][0]), ptx::f16x2_hi(c[i][j][0]), ptx::f16x2_lo(c[i][j][1]),
+                       ptx::f16x2_hi(c[i][j][1]));
   }
 };
 
 /* Copy a ROWS x COLS tile at (r0, c0) of a row-major matrix (row stride ld, rows_lim x
  * cols_lim) into shared memory with row stride COLS + PAD; zeros outside the matrix. */
 template <class T, int ROWS, int COLS>
-__device__ __forceinline__ void kv_mma_load_tile(T *s, const T *g, int ld, int r0, int c0, int rows_lim,
-                                                 int cols_lim, bool vec) {
+__device__ __forceinline__ void mma_load_tile(T *s, const T *g, int ld, int r0, int c0, int rows_lim, int cols_lim,
+                                              bool vec) {
   typedef kv_mma_traits Tr;
   constexpr int CHUNKS = COLS / 8;
   static_assert((ROWS * CHUNKS) % Tr::THREADS == 0, "whole chunks per thread");
@@ -81,15 +85,17 @@ __device__ __forceinline__ void kv_mma_load_tile(T *s, const T *g, int ld, int r
     T *dst = s + r * (COLS + Tr::PAD) + cc;
     const T *src = g + (size_t)gr * (size_t)ld + gc;
     if (vec) {
-      kv::ptx::cp_async_16(kv::ptx::smem_addr(dst), valid > 0 ? src : g, valid * 2);
+      ptx::cp_async_16(ptx::smem_addr(dst), valid > 0 ? src : g, valid * 2);
     } else {
       __align__(16) T v[8];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] = e < valid ? src[e] : kv_storage<T>::from_float(0.0f);
+      for (int e = 0; e < 8; ++e) v[e] = e < valid ? src[e] : storage<T>::from_float(0.0f);
       *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(v);
     }
   }
 }
+
+}  // namespace kv_gemm
 
 template <class T, int ACC, int AT, int BT>
 __global__ void __launch_bounds__(kv_mma_traits::THREADS)
@@ -114,16 +120,16 @@ __global__ void __launch_bounds__(kv_mma_traits::THREADS)
     const int k0 = kb * Tr::BK;
     T *ta = sa + stage * A_ELEMS, *tb = sb + stage * B_ELEMS;
     if (AT)
-      kv_mma_load_tile<T, Tr::BK, Tr::BM>(ta, a, m, k0, bm, k, m, vec);
+      kv_gemm::mma_load_tile<T, Tr::BK, Tr::BM>(ta, a, m, k0, bm, k, m, vec);
     else
-      kv_mma_load_tile<T, Tr::BM, Tr::BK>(ta, a, k, bm, k0, m, k, vec);
+      kv_gemm::mma_load_tile<T, Tr::BM, Tr::BK>(ta, a, k, bm, k0, m, k, vec);
     if (BT)
-      kv_mma_load_tile<T, Tr::BN, Tr::BK>(tb, b, k, bn, k0, n, k, vec);
+      kv_gemm::mma_load_tile<T, Tr::BN, Tr::BK>(tb, b, k, bn, k0, n, k, vec);
     else
-      kv_mma_load_tile<T, Tr::BK, Tr::BN>(tb, b, n, k0, bn, k, n, vec);
+      kv_gemm::mma_load_tile<T, Tr::BK, Tr::BN>(tb, b, n, k0, bn, k, n, vec);
   };
 
-  kv_mma_acc<T, ACC> acc;
+  kv_gemm::mma_acc<T, ACC> acc;
   acc.zero();
 #pragma unroll
   for (int s = 0; s < Tr::STAGES - 1; ++s) {
@@ -147,18 +153,22 @@ __global__ void __launch_bounds__(kv_mma_traits::THREADS)
       for (int i = 0; i < Tr::MI; ++i) {
         const int m0 = wm * Tr::WM + i * 16;
         if (AT)
-          kv::ptx::ldmatrix_x4_trans(af[i], kv::ptx::smem_addr(ta + (kk + (q >> 1) * 8 + r) * (Tr::BM + Tr::PAD) + m0 + (q & 1) * 8));
+          kv::ptx::ldmatrix_x4_trans(
+              af[i], kv::ptx::smem_addr(ta + (kk + (q >> 1) * 8 + r) * (Tr::BM + Tr::PAD) + m0 + (q & 1) * 8));
         else
-          kv::ptx::ldmatrix_x4(af[i], kv::ptx::smem_addr(ta + (m0 + (q & 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q >> 1) * 8));
+          kv::ptx::ldmatrix_x4(
+              af[i], kv::ptx::smem_addr(ta + (m0 + (q & 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q >> 1) * 8));
       }
 #pragma unroll
       for (int j = 0; j < Tr::NI / 2; ++j) {
         const int n0 = wn * Tr::WN + j * 16;
         uint32_t t4[4];
         if (BT)
-          kv::ptx::ldmatrix_x4(t4, kv::ptx::smem_addr(tb + (n0 + (q >> 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q & 1) * 8));
+          kv::ptx::ldmatrix_x4(
+              t4, kv::ptx::smem_addr(tb + (n0 + (q >> 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q & 1) * 8));
         else
-          kv::ptx::ldmatrix_x4_trans(t4, kv::ptx::smem_addr(tb + (kk + (q & 1) * 8 + r) * (Tr::BN + Tr::PAD) + n0 + (q >> 1) * 8));
+          kv::ptx::ldmatrix_x4_trans(
+              t4, kv::ptx::smem_addr(tb + (kk + (q & 1) * 8 + r) * (Tr::BN + Tr::PAD) + n0 + (q >> 1) * 8));
         bf[2 * j][0] = t4[0];
         bf[2 * j][1] = t4[1];
         bf[2 * j + 1][0] = t4[2];
@@ -175,8 +185,8 @@ __global__ void __launch_bounds__(kv_mma_traits::THREADS)
     for (int j = 0; j < Tr::NI; ++j) {
       const int row = bm + wm * Tr::WM + i * 16 + lane / 4, col = bn + wn * Tr::WN + j * 8 + 2 * (lane % 4);
       const float4 v = acc.get(i, j);
-      kv_gemm_store_pair<T>(epi, row, col, v.x, v.y);
-      kv_gemm_store_pair<T>(epi, row + 8, col, v.z, v.w);
+      kv_gemm::store_pair<T>(epi, row, col, v.x, v.y);
+      kv_gemm::store_pair<T>(epi, row + 8, col, v.z, v.w);
     }
 }
 
