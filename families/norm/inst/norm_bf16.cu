@@ -3,5 +3,5 @@
 #include "families/norm/norm_kernels.cuh"
 
 kv_norm_kernel kv_norm_kernel_bf16(bool layernorm, kv_dtype accum, int config) {
-  return kv_norm_kernel_of<__nv_bfloat16, kv_acc_bf16, KV_BF16>(layernorm, accum, config);
+  return kv_norm_kernel_of<__nv_bfloat16, kv_norm::acc_bf16, KV_BF16>(layernorm, accum, config);
 }

@@ -3,5 +3,5 @@
 #include "families/norm/norm_kernels.cuh"
 
 kv_norm_kernel kv_norm_kernel_fp16(bool layernorm, kv_dtype accum, int config) {
-  return kv_norm_kernel_of<__half, kv_acc_fp16, KV_FP16>(layernorm, accum, config);
+  return kv_norm_kernel_of<__half, kv_norm::acc_fp16, KV_FP16>(layernorm, accum, config);
 }
