@@ -17,16 +17,11 @@ __global__ void __launch_bounds__(REF_BLOCK) norm_reference_kernel(kv_norm_param
                                                                    double *mag) {
   using S = kv_norm::storage<T>;
   __shared__ double red[REF_BLOCK / 32];
-  const size_t n = (size_t)p.hidden;
-  const size_t base = (size_t)blockIdx.x * n;
+  const size_t n = (size_t)p.hidden, base = (size_t)blockIdx.x * n;
   const double nd = (double)p.hidden;
 
   double mean = 0.0;
-  if constexpr (LN) {
-    double s = 0.0;
-    for (size_t j = threadIdx.x; j < n; j += REF_BLOCK) s += (double)S::load(p.x, base + j);
-    mean = kv_norm::block_sum<REF_BLOCK>(s, red) / nd;
-  }
+  if constexpr (LN) mean = kv_norm::block_mean<REF_BLOCK, T>(p, base, red);
   double q = 0.0, a = 0.0;
   for (size_t j = threadIdx.x; j < n; j += REF_BLOCK) {
     const double x = (double)S::load(p.x, base + j), d = x - mean;

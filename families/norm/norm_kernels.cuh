@@ -43,6 +43,20 @@
 
 namespace kv_norm {
 
+/* The place of this thread in a register-resident kernel: thread t of the TPR threads of row
+ * `row`, kv_norm_block(TPR) / TPR rows per block; rows past the last one (live false) still
+ * take part in the block's barriers. */
+struct row_thread {
+  int t;
+  long long row;
+  bool live;
+};
+template <int TPR>
+__device__ __forceinline__ row_thread row_thread_of(const kv_norm_params &p) {
+  const long long row = (long long)blockIdx.x * (kv_norm_block(TPR) / TPR) + threadIdx.x / TPR;
+  return {static_cast<int>(threadIdx.x % TPR), row, row < p.rows};
+}
+
 /* Sum over the TPR threads of a row; every thread of the row gets the same value. `red`
  * holds one float per warp of the block (only used when a row spans several warps). */
 template <int TPR>
@@ -82,14 +96,9 @@ __device__ __forceinline__ float row_mean(const uint4 (&xv)[NV], float *red, flo
 
 template <class T, int TPR, int NV, bool LN>
 __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) kv_norm_fast(kv_norm_params p) {
-  using S = kv_norm::storage<T>;
-  constexpr int N = S::N;
-  constexpr int BLOCK = kv_norm_block(TPR);
-  constexpr int RPB = BLOCK / TPR;
-  __shared__ float red[2][BLOCK / 32];
-  const int t = threadIdx.x % TPR;
-  const long long row = (long long)blockIdx.x * RPB + threadIdx.x / TPR;
-  const bool live = row < p.rows; /* dead rows of the last block still take part in barriers */
+  constexpr int N = kv_norm::storage<T>::N;
+  __shared__ float red[2][kv_norm_block(TPR) / 32];
+  const auto [t, row, live] = kv_norm::row_thread_of<TPR>(p);
   const int nvec = p.hidden / N;
   const size_t base = (size_t)(live ? row : 0) * (size_t)nvec;
   const uint4 *xr = static_cast<const uint4 *>(p.x) + base;
@@ -172,12 +181,8 @@ template <class T, int TPR, int NV, bool LN>
 __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) kv_norm_peeled(kv_norm_params p) {
   using S = kv_norm::storage<T>;
   constexpr int N = S::N;
-  constexpr int BLOCK = kv_norm_block(TPR);
-  constexpr int RPB = BLOCK / TPR;
-  __shared__ float red[2][BLOCK / 32];
-  const int t = threadIdx.x % TPR;
-  const long long row = (long long)blockIdx.x * RPB + threadIdx.x / TPR;
-  const bool live = row < p.rows;
+  __shared__ float red[2][kv_norm_block(TPR) / 32];
+  const auto [t, row, live] = kv_norm::row_thread_of<TPR>(p);
   const long long n = p.hidden;
   const size_t o = (size_t)(live ? row : 0) * (size_t)n;
   const int r = (int)(o % N);
@@ -264,6 +269,17 @@ __device__ __forceinline__ V block_sum(V v, V *red) {
   return v;
 }
 
+/* Mean of the row of x that starts at element base (p.hidden elements), one block of BLOCK
+ * threads, in V (float, or double for the reference): thread t adds elements t, t + BLOCK,
+ * ... in order, then block_sum. */
+template <int BLOCK, class T, class V>
+__device__ __forceinline__ V block_mean(const kv_norm_params &p, size_t base, V *red) {
+  const size_t n = (size_t)p.hidden;
+  V s = 0;
+  for (size_t j = threadIdx.x; j < n; j += BLOCK) s += (V)storage<T>::load(p.x, base + j);
+  return block_sum<BLOCK>(s, red) / (V)p.hidden;
+}
+
 }  // namespace kv_norm
 
 template <class T, bool LN>
@@ -271,16 +287,11 @@ __global__ void __launch_bounds__(KV_NORM_GENERAL_BLOCK) kv_norm_general(kv_norm
   using S = kv_norm::storage<T>;
   constexpr int B = KV_NORM_GENERAL_BLOCK;
   __shared__ float red[B / 32];
-  const size_t n = (size_t)p.hidden;
-  const size_t base = (size_t)blockIdx.x * n;
+  const size_t n = (size_t)p.hidden, base = (size_t)blockIdx.x * n;
   const float nf = (float)p.hidden;
 
   float mean = 0.0f;
-  if constexpr (LN) {
-    float s = 0.0f;
-    for (size_t j = threadIdx.x; j < n; j += B) s += S::load(p.x, base + j);
-    mean = kv_norm::block_sum<B>(s, red) / nf;
-  }
+  if constexpr (LN) mean = kv_norm::block_mean<B, T>(p, base, red);
   float q = 0.0f;
   for (size_t j = threadIdx.x; j < n; j += B) {
     const float d = S::load(p.x, base + j) - mean;
