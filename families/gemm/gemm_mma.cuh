@@ -18,52 +18,42 @@ namespace kv_gemm {
 
 namespace ptx = kv::ptx;
 
-/* Accumulators of one warp tile (MI x NI mma tiles) per accumulation mode. */
+/* Accumulators of one warp tile (MI x NI mma tiles) per accumulation mode: per mma tile four
+ * fp32 values (F32, and BF16, rounded to bf16 after every k-step: the bf16 accumulation
+ * model), or two fp16 pairs, the native fp16 accumulator (F16). */
 template <class T, int ACC> struct mma_acc {
   typedef kv_mma_traits Tr;
-  float c[Tr::MI][Tr::NI][4];
+  static constexpr bool F16 = ACC == KV_GEMM_ACC_F16;
+  std::conditional_t<F16, uint32_t[2], float[4]> c[Tr::MI][Tr::NI];
   __device__ __forceinline__ void zero() {
 #pragma unroll
     for (int i = 0; i < Tr::MI; ++i)
 #pragma unroll
       for (int j = 0; j < Tr::NI; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) c[i][j][e] = 0.0f;
+        for (int e = 0; e < (F16 ? 2 : 4); ++e) c[i][j][e] = 0;
   }
   __device__ __forceinline__ void step(const uint32_t (&a)[Tr::MI][4], const uint32_t (&b)[Tr::NI][2]) {
 #pragma unroll
     for (int i = 0; i < Tr::MI; ++i)
 #pragma unroll
       for (int j = 0; j < Tr::NI; ++j) {
-        ptx::mma_m16n8k16_f32<T>(c[i][j], a[i], b[j][0], b[j][1]);
-        if (ACC == KV_GEMM_ACC_BF16) /* the bf16 accumulation model: round after the k-step */
+        if constexpr (F16) {
+          ptx::mma_m16n8k16_f16(c[i][j], a[i], b[j][0], b[j][1]);
+        } else {
+          ptx::mma_m16n8k16_f32<T>(c[i][j], a[i], b[j][0], b[j][1]);
+          if (ACC == KV_GEMM_ACC_BF16)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) c[i][j][e] = round_bf16(c[i][j][e]);
+            for (int e = 0; e < 4; ++e) c[i][j][e] = round_bf16(c[i][j][e]);
+        }
       }
   }
   __device__ __forceinline__ float4 get(int i, int j) const {
-    return make_float4(c[i][j][0], c[i][j][1], c[i][j][2], c[i][j][3]);
-  }
-};
-
-template <class T> struct mma_acc<T, KV_GEMM_ACC_F16> {
-  typedef kv_mma_traits Tr;
-  uint32_t c[Tr::MI][Tr::NI][2];
-  __device__ __forceinline__ void zero() {
-#pragma unroll
-    for (int i = 0; i < Tr::MI; ++i)
-#pragma unroll
-      for (int j = 0; j < Tr::NI; ++j) c[i][j][0] = c[i][j][1] = 0u;
-  }
-  __device__ __forceinline__ void step(const uint32_t (&a)[Tr::MI][4], const uint32_t (&b)[Tr::NI][2]) {
-#pragma unroll
-    for (int i = 0; i < Tr::MI; ++i)
-#pragma unroll
-      for (int j = 0; j < Tr::NI; ++j) ptx::mma_m16n8k16_f16(c[i][j], a[i], b[j][0], b[j][1]);
-  }
-  __device__ __forceinline__ float4 get(int i, int j) const {
-    return make_float4(ptx::f16x2_lo(c[i][j][0]), ptx::f16x2_hi(c[i][j][0]), ptx::f16x2_lo(c[i][j][1]),
-                       ptx::f16x2_hi(c[i][j][1]));
+    if constexpr (F16)
+      return make_float4(ptx::f16x2_lo(c[i][j][0]), ptx::f16x2_hi(c[i][j][0]), ptx::f16x2_lo(c[i][j][1]),
+                         ptx::f16x2_hi(c[i][j][1]));
+    else
+      return make_float4(c[i][j][0], c[i][j][1], c[i][j][2], c[i][j][3]);
   }
 };
 
