@@ -100,6 +100,14 @@ __device__ __forceinline__ void frag_mma(acc_frag<ACC> &c, const uint32_t (&a)[4
     c.h[1] = ptx::cvt_rn_pair<__nv_bfloat16>(f[2], f[3]);
   }
 }
+/* c0 += a (b[0], b[1]) and c1 += a (b[2], b[3]): two adjacent n8 tiles, whose B fragments
+ * one ldmatrix x4 loads. */
+template <class T, int ACC>
+__device__ __forceinline__ void frag_mma_x2(acc_frag<ACC> &c0, acc_frag<ACC> &c1, const uint32_t (&a)[4],
+                                            const uint32_t (&b)[4]) {
+  frag_mma<T, ACC>(c0, a, b[0], b[1]);
+  frag_mma<T, ACC>(c1, a, b[2], b[3]);
+}
 /* Element e (0..3: (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)) as fp32, exactly. */
 template <int ACC>
 __device__ __forceinline__ float frag_get(const acc_frag<ACC> &c, int e) {
@@ -282,10 +290,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
             uint32_t kb[4];
             ptx::ldmatrix_x4(kb, KV_FA2_AT(bk, np * 16, kt));
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-              frag_mma<T, ACC>(sa[mt][2 * np], qa[mt], kb[0], kb[1]);
-              frag_mma<T, ACC>(sa[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
-            }
+            for (int mt = 0; mt < MT; ++mt) frag_mma_x2<T, ACC>(sa[mt][2 * np], sa[mt][2 * np + 1], qa[mt], kb);
           }
         }
 #pragma unroll
@@ -360,10 +365,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
           uint32_t vb[4];
           ptx::ldmatrix_x4_trans(vb, KV_FA2_AT(bv, kk * 16, dp));
 #pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            frag_mma<T, ACC>(o[mt][2 * dp], pa[mt][kk], vb[0], vb[1]);
-            frag_mma<T, ACC>(o[mt][2 * dp + 1], pa[mt][kk], vb[2], vb[3]);
-          }
+          for (int mt = 0; mt < MT; ++mt) frag_mma_x2<T, ACC>(o[mt][2 * dp], o[mt][2 * dp + 1], pa[mt][kk], vb);
         }
       }
       stage = stage + 1 == ST ? 0 : stage + 1;
