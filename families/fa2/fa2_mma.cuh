@@ -1,6 +1,7 @@
-/* fa2_kernel.cuh - the FlashAttention-2 forward kernel template and its launcher template.
- * Included only by the instantiation files fa2_d<D>.cu (and by the benchmark driver's variant
- * file); everything else calls it through fa2_api.h.
+/* fa2_mma.cuh - kval-mma, the FlashAttention-2 forward kernel template (mma.sync) and its
+ * launcher template. Included only by the instantiation files families/fa2/inst/fa2_mma_d<D>.cu
+ * (and by the benchmark driver's variant files, families/fa2/bench/fa2_variants_d<D>.cu);
+ * everything else calls it through fa2_api.h.
  *
  * Algorithm (one thread block = BM query rows of one (batch, head); 4 warps, split-Q: warp w
  * owns 16 * MT consecutive rows and every key, so no inter-warp reduction):
@@ -19,9 +20,9 @@
  *   through the warp's own Q rows in shared memory, 16-byte coalesced stores) happen once.
  *   Fully masked rows (causal with seqlen_k < seqlen) keep max -inf: the subtracted max is
  *   taken as 0 so no inf - inf appears; their sum stays 0, the output is 0 and the LSE -inf.
- *   Shared memory layout and swizzle: fa2_traits.h.
+ *   Shared memory layout and swizzle: fa2_mma_traits.h.
  *
- * Precision (the comment block docs/NUMERICS.md copies; CPU model: families/fa2_emulate.c):
+ * Precision (the comment block docs/NUMERICS.md copies; CPU model: families/fa2/fa2_emulate.c):
  *   Inputs Q, K, V and the output O are in the storage type (fp16 or bf16), rounded to nearest
  *   even; the LSE is fp32 (natural log).
  *   Exactly two products use the case's accumulator; everything else is fp32:
@@ -45,8 +46,8 @@
  *   - P is rounded to the storage type (round to nearest even) before P.V.
  *   - Epilogue in fp32: O * (1 / rowsum) rounded once to the storage type (rowsum 0: output 0);
  *     LSE = m * scale + log(rowsum), -inf when rowsum is 0. */
-#ifndef KVAL_FA2_KERNEL_CUH
-#define KVAL_FA2_KERNEL_CUH
+#ifndef KVAL_FA2_MMA_CUH
+#define KVAL_FA2_MMA_CUH
 
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -202,7 +203,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
 
   /* ldmatrix lane addresses. A pattern (Q, and V through .trans): lane l addresses row l & 15,
    * chunk 2 kt + (l >> 4); B pattern (K): row (l & 7) + 8 (l >> 4), chunk 2 kt + ((l >> 3) & 1).
-   * With bx = tile + lane row * RS * 16 + x (x: the lane's swizzled chunk bit, fa2_traits.h;
+   * With bx = tile + lane row * RS * 16 + x (x: the lane's swizzled chunk bit, fa2_mma_traits.h;
    * tiles and 8-row groups start on 128-byte boundaries in the XOR layouts) the 16x16 block at
    * (row_off, k-step kt) is at (bx ^ 32 (kt % 4)) + 128 (kt / 4) + row_off * RS * 16 (XOR
    * layouts) or bx + 32 kt + row_off * RS * 16 (padded layout): one LOP3 and an immediate. */

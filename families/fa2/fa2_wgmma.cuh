@@ -1,7 +1,7 @@
 /* fa2_wgmma.cuh - kval-wgmma, the Hopper (sm_90a) FlashAttention-2 forward kernel template and
  * its launcher, FA3-style: TMA loads, wgmma tensor-core instructions, a producer warpgroup
- * and consumer warpgroups. Included only by fa2_wgmma_d<D>.cu; everything else calls it
- * through fa2_api.h. Configuration: fa2_wgmma_traits.h.
+ * and consumer warpgroups. Included only by families/fa2/inst/fa2_wgmma_d<D>.cu; everything
+ * else calls it through fa2_api.h. Configuration: fa2_wgmma_traits.h.
  *
  * One CTA = BM query rows of one (batch, head); causal CTAs start with the heaviest query
  * blocks. Q, K, V and O are 4-D tensors [batch, seqlen, heads, D] to TMA (one tensor map
@@ -18,7 +18,7 @@
  *                   warpgroup pipelining); the K slot is released as soon as S completes;
  *     mask          keys >= seqlen_k and above the bottom-right aligned causal diagonal set to
  *                   -inf, only in the tiles that need it;
- *     softmax       online, in the log2 domain, as the mma.sync kernel (fa2_kernel.cuh): row
+ *     softmax       online, in the log2 domain, as the mma.sync kernel (fa2_mma.cuh): row
  *                   max over the 4 lanes of a row, p = ex2(S * scale_log2 - m * scale_log2),
  *                   O rescaled by ex2((m_old - m) * scale_log2), row sums per lane in fp32;
  *     O += P V      wgmma m64nDk16 with P from registers (rounded to the storage type; the
@@ -30,7 +30,7 @@
  *   LSE = m * scale + log(rowsum) (-inf and output 0 for a fully masked row).
  * Precision: fp16 or bf16 storage with fp32 accumulation only (the products of S = Q K^T and
  * O += P V accumulate in fp32 inside the tensor core; the reduced-accumulator models of the
- * precision study run on kval-mma). Everything else as fa2_kernel.cuh's precision block. */
+ * precision study run on kval-mma). Everything else as fa2_mma.cuh's precision block. */
 #ifndef KVAL_FA2_WGMMA_CUH
 #define KVAL_FA2_WGMMA_CUH
 
