@@ -1,5 +1,6 @@
-/* gemm_common.cuh - device code shared by the GEMM kernels: storage-type conversions, the
- * bf16 accumulation model's rounding, and the epilogue D = alpha * acc + beta * C.
+/* gemm_common.cuh - what the GEMM kernels (gemm_mma.cuh, gemm_wgmma.cuh) share: the launch
+ * parameter block of the epilogue, and in namespace kv_gemm the storage-type conversions, the
+ * bf16 accumulation model's rounding and the epilogue D = alpha * acc + beta * C.
  * Epilogue arithmetic (the CPU emulation matches it): t = fl32(alpha * acc); when beta != 0,
  * t = fl32(t + fl32(beta * c)); d = round-to-nearest-even of t to the storage type. */
 #ifndef KVAL_GEMM_COMMON_CUH

@@ -3,7 +3,7 @@
  * STAGES-deep cp.async ring of padded shared-memory tiles (16-byte copies, zero-filled past
  * the matrix edge; element-wise loads when a row stride is not a multiple of 8 elements) and
  * reach the tensor cores through ldmatrix (.trans for M-major A and N-major B).
- * Instantiated per precision in gemm_mma_<storage>.cu. */
+ * Instantiated per storage type in families/gemm/inst/gemm_mma_fp16.cu and gemm_mma_bf16.cu. */
 #ifndef KVAL_GEMM_MMA_CUH
 #define KVAL_GEMM_MMA_CUH
 

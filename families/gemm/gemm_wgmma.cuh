@@ -9,7 +9,7 @@
  * to the consumers. Tails: TMA zero-fills loads and clips stores at the matrix edge. Layouts:
  * A K-major (letter n) or M-major (t), B N-major (n) or K-major (t), through wgmma's
  * transpose bits. Configurations in gemm_traits.h; instantiated per precision in
- * gemm_wgmma_<storage>_<accum>.cu. */
+ * families/gemm/inst/gemm_wgmma_<storage>_<accum>.cu. */
 #ifndef KVAL_GEMM_WGMMA_CUH
 #define KVAL_GEMM_WGMMA_CUH
 
