@@ -1,8 +1,8 @@
-/* norm_reference.cu - the GPU fp64 reference of LayerNorm and RMSNorm over the whole output:
+/* norm_gpu_ref.cu - the GPU fp64 reference of LayerNorm and RMSNorm over the whole output:
  * one block per row, the storage-rounded inputs widened exactly to double, two-pass mean
- * and variance in double (block sums as in kv_norm::block_sum), rstd = 1 / sqrt(var + eps) with
- * the case's eps in double, and per element the reference value and the magnitude term of
- * the tolerance, defined exactly as the CPU reference in families/norm_ref.c (the
+ * and variance in double (block sums as in kv_norm::block_sum), rstd = 1 / sqrt(var + eps)
+ * with the case's eps in double, and per element the reference value and the magnitude term of
+ * the tolerance, defined exactly as the CPU reference in families/norm/norm_cpu_ref.c (the
  * definition; the backend cross-checks the two on sampled rows):
  *   xhat = (x - mean) rstd, ref = xhat w + b (b = 0, mean = 0 for RMSNorm),
  *   mag = |w| (|xhat| + rstd sum|x| / n) for LayerNorm, |w| |xhat| for RMSNorm. */

@@ -1,5 +1,6 @@
 /* norm_kernels.cuh - the LayerNorm and RMSNorm kernels (templates; instantiated per storage
- * type in norm_fp16.cu, norm_bf16.cu and norm_fp32.cu).
+ * type in families/norm/inst/norm_fp16.cu, norm_bf16.cu and norm_fp32.cu) and their device
+ * helpers (namespace kv_norm).
  *
  * y = (x - mean) * rstd * w + b (LayerNorm) or x * rstd * w (RMSNorm), per row of n = hidden
  * elements; mean = sum(x) / n, var = sum((x - mean)^2) / n (two passes over the row, never
@@ -29,7 +30,7 @@
  * sums in warp order; correctly rounded divide and sqrt.
  *
  * Serial path (fp16/bf16 accumulation, the precision study): one thread per row performs
- * exactly the operation sequence of the cpu backend's model (families/norm.c): sums in
+ * exactly the operation sequence of the cpu backend's model (families/norm/norm.c): sums in
  * element order rounded to the accumulator after every add, mean and variance rounded to
  * it, d_j = acc(x_j - mean), no fused multiply-add, correctly rounded divide and sqrt; so
  * its output is bit-identical to the CPU emulation. It is slow (one thread walks its row three

@@ -1,11 +1,11 @@
 /* norm_traits.h - what the LayerNorm/RMSNorm CUDA code shares: the kernel parameter block,
  * the table of register-resident kernel shapes (threads per row x 16-byte vectors per thread
- * x kind), storage traits (16-byte vector <-> float conversions with round-to-nearest-even,
- * streaming loads and stores) and the narrow accumulators (fp16/bf16 rounding after every
- * operation). Kernels live in norm_kernels.cuh,
- * their instantiations in norm_fp16.cu / norm_bf16.cu / norm_fp32.cu, the variant choice and
- * launch in norm_dispatch.cu, the case-level family entries in norm_launch.cu, the fp64
- * reference in norm_reference.cu. CUDA C++ only (included by .cu files). */
+ * x kind), and in namespace kv_norm the device traits: storage (16-byte vector <-> float
+ * conversions with round-to-nearest-even), streaming loads and stores, and the narrow
+ * accumulators (fp16/bf16 rounding after every operation). Kernels live in norm_kernels.cuh,
+ * their instantiations in families/norm/inst/norm_{fp16,bf16,fp32}.cu, the variant choice
+ * and launch in norm_dispatch.cu, the case-level family entries in norm_cuda.cu, the fp64
+ * reference in norm_gpu_ref.cu. CUDA C++ only (included by .cu files). */
 #ifndef KVAL_NORM_TRAITS_H
 #define KVAL_NORM_TRAITS_H
 
@@ -82,7 +82,7 @@ __host__ __device__ constexpr int kv_norm_block(int tpr) { return tpr < 128 ? 12
  * (With the block size alone, ptxas picked tighter budgets and spilled a few bytes.) */
 __host__ __device__ constexpr int kv_norm_min_blocks(int tpr) { return kv_norm_block(tpr) >= 512 ? 1 : 512 / kv_norm_block(tpr); }
 
-/* Compiled kernels of one storage type (norm_fp16.cu, norm_bf16.cu, norm_fp32.cu). `config`
+/* Compiled kernels of one storage type (families/norm/inst/norm_<storage>.cu). `config`
  * is a table index, or -1 for the general path (fp32 accumulation) or the serial path
  * (fp16/bf16 accumulation); returns func NULL when the combination is not compiled. */
 kv_norm_kernel kv_norm_kernel_fp16(bool layernorm, kv_dtype accum, int config);
@@ -102,7 +102,7 @@ kv_status kv_norm_select(const kv_norm_problem *pr, int config, kv_norm_kernel *
 /* Launch with a given configuration (bench sweeps) or the default one. */
 kv_status kv_norm_launch_config(const kv_norm_problem *pr, int config, cudaStream_t s);
 kv_status kv_norm_launch(const kv_norm_problem *pr, cudaStream_t s);
-/* fp64 reference of the whole output (norm_reference.cu): ref and mag, rows * hidden each. */
+/* fp64 reference of the whole output (norm_gpu_ref.cu): ref and mag, rows * hidden each. */
 kv_status kv_norm_reference(const kv_norm_problem *pr, double *d_ref, double *d_mag, cudaStream_t s);
 
 /* ---- device traits (kv_norm) ---- */

@@ -1,5 +1,6 @@
-/* norm_bf16.cu - LayerNorm/RMSNorm kernels instantiated for bf16 storage: fast path (fp32
- * accumulation) and general path (fp32 or bf16 accumulation). One file per storage type. */
+/* norm_bf16.cu - LayerNorm/RMSNorm kernels instantiated for bf16 storage: fast, peeled and
+ * general paths (fp32 accumulation) and the serial path (bf16 accumulation). One file per
+ * storage type. */
 #include "families/norm/norm_kernels.cuh"
 
 kv_norm_kernel kv_norm_kernel_bf16(bool layernorm, kv_dtype accum, int config) {
