@@ -1,11 +1,13 @@
-/* gemm_sm90.cuh - thin wrappers over the Hopper (sm_90a) PTX the kval-wgmma kernels (GEMM and
- * attention) use: mbarrier (init, expect-tx arrival, arrival, parity wait), TMA 2-D and 4-D
- * tile loads (cp.async.bulk.tensor completing on an mbarrier) and stores, the driver's
- * cuTensorMapEncodeTiled, the wgmma shared-memory matrix descriptor for 128-byte swizzled
- * tiles, wgmma.mma_async m64n256k16 (fp32 accumulators for fp16/bf16 inputs, fp16
- * accumulators for fp16 inputs), and setmaxnreg. */
-#ifndef KVAL_GEMM_SM90_CUH
-#define KVAL_GEMM_SM90_CUH
+/* sm90.cuh - thin wrappers over the Hopper (sm_90a) PTX of the kval-wgmma kernels
+ * (families/gemm/gemm_wgmma.cuh, families/fa2/fa2_wgmma.cuh), in namespace kv::ptx and named
+ * after their instructions: mbarrier (init, expect-tx arrival, arrival, parity wait), TMA 2-D
+ * and 4-D tile loads (cp.async.bulk.tensor completing on an mbarrier) and stores with their
+ * bulk groups, proxy fence and named barrier, the wgmma shared-memory matrix descriptor for
+ * 128-byte swizzled tiles, wgmma.mma_async m64n256k16 (fp32 accumulators for fp16/bf16
+ * inputs, fp16 accumulators for fp16 inputs) and setmaxnreg; on the host, kv::tma_encode_fn,
+ * the driver's cuTensorMapEncodeTiled. The shared-memory address helper is sm80.cuh's. */
+#ifndef KVAL_DEVICE_SM90_CUH
+#define KVAL_DEVICE_SM90_CUH
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -16,6 +18,8 @@
 
 #include <type_traits>
 
+#include "families/device/sm80.cuh"
+
 /* wgmma, setmaxnreg and friends exist only in the arch-specific sm_90a target. */
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define KV_SM90A 1
@@ -23,28 +27,43 @@
 #define KV_SM90A 0
 #endif
 
-__device__ __forceinline__ uint32_t kv_smem_addr(const void *p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+namespace kv {
+
+/* cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda); nullptr with
+ * *err set when the driver lacks it. Looked up once. */
+static inline PFN_cuTensorMapEncodeTiled_v12000 tma_encode_fn(cudaError_t *err) {
+  static PFN_cuTensorMapEncodeTiled_v12000 cached = nullptr;
+  *err = cudaSuccess;
+  if (!cached) {
+    void *ptr = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    *err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q);
+    if (*err == cudaSuccess && (q != cudaDriverEntryPointSuccess || !ptr)) *err = cudaErrorSymbolNotFound;
+    if (*err == cudaSuccess) cached = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
+  }
+  return cached;
 }
 
+namespace ptx {
+
 /* ---- mbarrier ---- */
-__device__ __forceinline__ void kv_mbar_init(uint64_t *bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(kv_smem_addr(bar)), "r"(count) : "memory");
+__device__ __forceinline__ void mbarrier_init(uint64_t *bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 }
 /* Make barrier initialisation visible to the async proxy (TMA) and the other threads. */
-__device__ __forceinline__ void kv_mbar_init_fence() {
+__device__ __forceinline__ void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
-__device__ __forceinline__ void kv_mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(kv_smem_addr(bar)), "r"(bytes)
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
                : "memory");
 }
-__device__ __forceinline__ void kv_mbar_arrive(uint64_t *bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(kv_smem_addr(bar)) : "memory");
+__device__ __forceinline__ void mbarrier_arrive(uint64_t *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 /* Wait until the phase of the given parity has completed. */
-__device__ __forceinline__ void kv_mbar_wait(uint64_t *bar, uint32_t parity) {
-  const uint32_t addr = kv_smem_addr(bar);
+__device__ __forceinline__ void mbarrier_wait_parity(uint64_t *bar, uint32_t parity) {
+  const uint32_t addr = smem_addr(bar);
   uint32_t done;
   do {
     asm volatile(
@@ -60,66 +79,50 @@ __device__ __forceinline__ void kv_mbar_wait(uint64_t *bar, uint32_t parity) {
 }
 
 /* ---- TMA: one 2-D box (c0 = innermost coordinate) into shared memory ---- */
-__device__ __forceinline__ void kv_tma_load_2d(void *dst, const CUtensorMap *map, uint64_t *bar, int c0,
-                                               int c1) {
+__device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, uint64_t *bar, int c0, int c1) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
-          kv_smem_addr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(kv_smem_addr(bar)), "r"(c0), "r"(c1)
+          smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
       : "memory");
 }
 
 /* ---- TMA: one 4-D box (c0 = innermost coordinate) into shared memory, and back ---- */
-__device__ __forceinline__ void kv_tma_load_4d(void *dst, const CUtensorMap *map, uint64_t *bar, int c0, int c1,
-                                               int c2, int c3) {
+__device__ __forceinline__ void tma_load_4d(void *dst, const CUtensorMap *map, uint64_t *bar, int c0, int c1,
+                                            int c2, int c3) {
   asm volatile(
       "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
-      "[%2];" ::"r"(kv_smem_addr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(kv_smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      "[%2];" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 }
-__device__ __forceinline__ void kv_tma_store_4d(const CUtensorMap *map, const void *src, int c0, int c1, int c2,
-                                                int c3) {
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap *map, const void *src, int c0, int c1, int c2,
+                                             int c3) {
   asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(
                    reinterpret_cast<uint64_t>(map)),
-               "r"(kv_smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
                : "memory");
-}
-
-/* cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda); nullptr with
- * *err set when the driver lacks it. Looked up once. */
-static inline PFN_cuTensorMapEncodeTiled_v12000 kv_tma_encode_fn(cudaError_t *err) {
-  static PFN_cuTensorMapEncodeTiled_v12000 cached = nullptr;
-  *err = cudaSuccess;
-  if (!cached) {
-    void *ptr = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    *err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q);
-    if (*err == cudaSuccess && (q != cudaDriverEntryPointSuccess || !ptr)) *err = cudaErrorSymbolNotFound;
-    if (*err == cudaSuccess) cached = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
-  }
-  return cached;
 }
 
 /* ---- TMA store of a 2-D box from shared memory, bulk-group completion ---- */
-__device__ __forceinline__ void kv_tma_store_2d(const CUtensorMap *map, const void *src, int c0, int c1) {
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void *src, int c0, int c1) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
                    reinterpret_cast<uint64_t>(map)),
-               "r"(kv_smem_addr(src)), "r"(c0), "r"(c1)
+               "r"(smem_addr(src)), "r"(c0), "r"(c1)
                : "memory");
 }
-__device__ __forceinline__ void kv_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 /* Wait until at most N bulk groups are pending: reading their shared memory (READ) or all. */
-template <int N> __device__ __forceinline__ void kv_bulk_wait_read() {
+template <int N> __device__ __forceinline__ void bulk_wait_group_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
 }
-template <int N> __device__ __forceinline__ void kv_bulk_wait() {
+template <int N> __device__ __forceinline__ void bulk_wait_group() {
   asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
 }
 /* Order this thread's ordinary shared-memory writes before later async-proxy (TMA) reads. */
-__device__ __forceinline__ void kv_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 /* Barrier among `threads` threads (a warpgroup) on hardware barrier `id` (1..15). */
-__device__ __forceinline__ void kv_named_sync(int id, int threads) {
+__device__ __forceinline__ void bar_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
@@ -127,19 +130,19 @@ __device__ __forceinline__ void kv_named_sync(int id, int threads) {
 /* Shared-memory matrix descriptor, 128-byte swizzle; byte offsets as the PTX ISA defines
  * them (K-major: sbo = stride of 8-row groups; MN-major: lbo = stride of 64-element
  * MN chunks, sbo = stride of 8-row k groups). Tiles start on 1024-byte boundaries. */
-__device__ __forceinline__ uint64_t kv_wgmma_desc(uint32_t smem_addr, uint32_t lbo, uint32_t sbo) {
-  return (uint64_t)((smem_addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo & 0x3FFFF) >> 4) << 16) |
+__device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo & 0x3FFFF) >> 4) << 16) |
          ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
 }
 
-__device__ __forceinline__ void kv_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void kv_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void kv_wgmma_wait() {
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit_group() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait_group() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 /* Keep the compiler from moving accumulator reads or writes across a wgmma wait. */
-__device__ __forceinline__ void kv_reg_fence(float &r) { asm volatile("" : "+f"(r)::"memory"); }
-__device__ __forceinline__ void kv_reg_fence(uint32_t &r) { asm volatile("" : "+r"(r)::"memory"); }
+__device__ __forceinline__ void reg_fence(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void reg_fence(uint32_t &r) { asm volatile("" : "+r"(r)::"memory"); }
 
 #define KV_WG_REGS128 \
   "{" \
@@ -171,7 +174,8 @@ __device__ __forceinline__ void kv_reg_fence(uint32_t &r) { asm volatile("" : "+
 
 /* d (+)= A B for a 64 x 256 x 16 step, fp32 accumulators; TA / TB: A M-major / B N-major. */
 template <class T, int TA, int TB>
-__device__ __forceinline__ void kv_wgmma_f32(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+__device__ __forceinline__ void wgmma_m64n256k16_f32(float (&d)[128], uint64_t desc_a, uint64_t desc_b,
+                                                     int accumulate) {
   if constexpr (std::is_same<T, __half>::value) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " KV_WG_REGS128
@@ -189,7 +193,8 @@ __device__ __forceinline__ void kv_wgmma_f32(float (&d)[128], uint64_t desc_a, u
 
 /* The same with fp16 accumulators (fp16 inputs), two per register. */
 template <int TA, int TB>
-__device__ __forceinline__ void kv_wgmma_f16(uint32_t (&d)[64], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+__device__ __forceinline__ void wgmma_m64n256k16_f16(uint32_t (&d)[64], uint64_t desc_a, uint64_t desc_b,
+                                                     int accumulate) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16 " KV_WG_REGS64
                ", %64, %65, p, 1, 1, %67, %68;\n}\n"
@@ -198,11 +203,14 @@ __device__ __forceinline__ void kv_wgmma_f16(uint32_t (&d)[64], uint64_t desc_a,
 }
 
 /* ---- register reallocation between warpgroups ---- */
-template <int R> __device__ __forceinline__ void kv_setmaxnreg_inc() {
+template <int R> __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R));
 }
-template <int R> __device__ __forceinline__ void kv_setmaxnreg_dec() {
+template <int R> __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R));
 }
+
+}  // namespace ptx
+}  // namespace kv
 
 #endif

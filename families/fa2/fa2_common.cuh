@@ -1,12 +1,15 @@
-/* fa2_common.cuh - what the two FlashAttention-2 forward kernels (fa2_kernel.cuh: kval-mma,
- * fa2_wgmma.cuh: kval-wgmma) share: the key tiles a query block visits, the rounding of an
- * fp32 pair to a 16-bit storage pair, ex2.approx, and the resource report of one
- * instantiation. */
+/* fa2_common.cuh - what the two FlashAttention-2 forward kernels (fa2_mma.cuh: kval-mma,
+ * fa2_wgmma.cuh: kval-wgmma) share: the key tiles a query block visits, the CUDA type of a
+ * storage code, ex2.approx, and the resource report of one instantiation. */
 #ifndef KVAL_FA2_COMMON_CUH
 #define KVAL_FA2_COMMON_CUH
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include <type_traits>
 
 #include "families/fa2/fa2_api.h"
 
@@ -29,16 +32,9 @@ __device__ __forceinline__ void key_tiles(int m0, int Lq, int Lk, int &n_end, in
   n_free = min(n_free, n_end);
 }
 
-/* (lo, hi) -> packed 16-bit pair, lo in the low half, round to nearest even. */
+/* The CUDA type of a storage code (KV_FA2_FP16, KV_FA2_BF16). */
 template <int STORE>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t r;
-  if constexpr (STORE == KV_FA2_FP16)
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  else
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
+using storage_t = std::conditional_t<STORE == KV_FA2_FP16, __half, __nv_bfloat16>;
 
 __device__ __forceinline__ float ex2(float x) {
   float y;

@@ -1,6 +1,7 @@
-/* fa2_kernel.cuh - the FlashAttention-2 forward kernel template and its launcher template.
- * Included only by the instantiation files fa2_d<D>.cu (and by the benchmark driver's variant
- * file); everything else calls it through fa2_api.h.
+/* fa2_mma.cuh - kval-mma, the FlashAttention-2 forward kernel template (mma.sync) and its
+ * launcher template. Included only by the instantiation files families/fa2/inst/fa2_mma_d<D>.cu
+ * (and by the benchmark driver's variant files, families/fa2/bench/fa2_variants_d<D>.cu);
+ * everything else calls it through fa2_api.h.
  *
  * Algorithm (one thread block = BM query rows of one (batch, head); 4 warps, split-Q: warp w
  * owns 16 * MT consecutive rows and every key, so no inter-warp reduction):
@@ -19,9 +20,9 @@
  *   through the warp's own Q rows in shared memory, 16-byte coalesced stores) happen once.
  *   Fully masked rows (causal with seqlen_k < seqlen) keep max -inf: the subtracted max is
  *   taken as 0 so no inf - inf appears; their sum stays 0, the output is 0 and the LSE -inf.
- *   Shared memory layout and swizzle: fa2_traits.h.
+ *   Shared memory layout and swizzle: fa2_mma_traits.h.
  *
- * Precision (the comment block docs/NUMERICS.md copies; CPU model: families/fa2_emulate.c):
+ * Precision (the comment block docs/NUMERICS.md copies; CPU model: families/fa2/fa2_emulate.c):
  *   Inputs Q, K, V and the output O are in the storage type (fp16 or bf16), rounded to nearest
  *   even; the LSE is fp32 (natural log).
  *   Exactly two products use the case's accumulator; everything else is fp32:
@@ -45,8 +46,8 @@
  *   - P is rounded to the storage type (round to nearest even) before P.V.
  *   - Epilogue in fp32: O * (1 / rowsum) rounded once to the storage type (rowsum 0: output 0);
  *     LSE = m * scale + log(rowsum), -inf when rowsum is 0. */
-#ifndef KVAL_FA2_KERNEL_CUH
-#define KVAL_FA2_KERNEL_CUH
+#ifndef KVAL_FA2_MMA_CUH
+#define KVAL_FA2_MMA_CUH
 
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -57,73 +58,13 @@
 #include "families/fa2/fa2_api.h"
 #include "families/fa2/fa2_common.cuh"
 #include "families/fa2/fa2_mma_traits.h"
+#include "families/device/sm80.cuh"
 
 namespace kv_fa2 {
 
+namespace ptx = kv::ptx;
 using kv_fa2_common::ex2;
-using kv_fa2_common::pack2;
-
-/* ---- PTX wrappers ---- */
-
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/* 16-byte global -> shared copy; src_bytes 0 zero-fills the destination and reads nothing. */
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void *src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-/* D(16x8, fp32) += A(16x16) B(16x8) */
-template <int STORE>
-__device__ __forceinline__ void mma_f32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (STORE == KV_FA2_FP16)
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-/* D(16x8, fp16 pairs) += A B with fp16 accumulators */
-__device__ __forceinline__ void mma_f16(uint32_t (&c)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};\n"
-      : "+r"(c[0]), "+r"(c[1])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ float half_lo(uint32_t h) {
-  float f;
-  asm("{ .reg .f16 l, u; mov.b32 {l, u}, %1; cvt.f32.f16 %0, l; }\n" : "=f"(f) : "r"(h));
-  return f;
-}
-__device__ __forceinline__ float half_hi(uint32_t h) {
-  float f;
-  asm("{ .reg .f16 l, u; mov.b32 {l, u}, %1; cvt.f32.f16 %0, u; }\n" : "=f"(f) : "r"(h));
-  return f;
-}
+using kv_fa2_common::storage_t;
 
 /* ---- accumulator fragments of one m16n8 tile: rows g and g+8, columns 2t and 2t+1 ----
  * fp32: four floats. fp16: two fp16 pairs, the native mma accumulator. bf16: two bf16 pairs;
@@ -139,9 +80,6 @@ struct acc_frag<KV_FA2_ACC_F32> {
   float v[4]; /* (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) */
 };
 
-__device__ __forceinline__ float bf16_lo(uint32_t h) { return __uint_as_float(h << 16); }
-__device__ __forceinline__ float bf16_hi(uint32_t h) { return __uint_as_float(h & 0xffff0000u); }
-
 template <int ACC>
 __device__ __forceinline__ void frag_zero(acc_frag<ACC> &c) {
   if constexpr (ACC == KV_FA2_ACC_F32)
@@ -149,18 +87,27 @@ __device__ __forceinline__ void frag_zero(acc_frag<ACC> &c) {
   else
     c.h[0] = c.h[1] = 0u;
 }
-template <int STORE, int ACC>
+/* c += a b for inputs of type T (__half or __nv_bfloat16). */
+template <class T, int ACC>
 __device__ __forceinline__ void frag_mma(acc_frag<ACC> &c, const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   if constexpr (ACC == KV_FA2_ACC_F32) {
-    mma_f32<STORE>(c.v, a, b0, b1);
+    ptx::mma_m16n8k16_f32<T>(c.v, a, b0, b1);
   } else if constexpr (ACC == KV_FA2_ACC_F16) {
-    mma_f16(c.h, a, b0, b1);
+    ptx::mma_m16n8k16_f16(c.h, a, b0, b1);
   } else {
-    float f[4] = {bf16_lo(c.h[0]), bf16_hi(c.h[0]), bf16_lo(c.h[1]), bf16_hi(c.h[1])};
-    mma_f32<STORE>(f, a, b0, b1);
-    c.h[0] = pack2<KV_FA2_BF16>(f[0], f[1]);
-    c.h[1] = pack2<KV_FA2_BF16>(f[2], f[3]);
+    float f[4] = {ptx::bf16x2_lo(c.h[0]), ptx::bf16x2_hi(c.h[0]), ptx::bf16x2_lo(c.h[1]), ptx::bf16x2_hi(c.h[1])};
+    ptx::mma_m16n8k16_f32<T>(f, a, b0, b1);
+    c.h[0] = ptx::cvt_rn_pair<__nv_bfloat16>(f[0], f[1]);
+    c.h[1] = ptx::cvt_rn_pair<__nv_bfloat16>(f[2], f[3]);
   }
+}
+/* c0 += a (b[0], b[1]) and c1 += a (b[2], b[3]): two adjacent n8 tiles, whose B fragments
+ * one ldmatrix x4 loads. */
+template <class T, int ACC>
+__device__ __forceinline__ void frag_mma_x2(acc_frag<ACC> &c0, acc_frag<ACC> &c1, const uint32_t (&a)[4],
+                                            const uint32_t (&b)[4]) {
+  frag_mma<T, ACC>(c0, a, b[0], b[1]);
+  frag_mma<T, ACC>(c1, a, b[2], b[3]);
 }
 /* Element e (0..3: (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)) as fp32, exactly. */
 template <int ACC>
@@ -168,9 +115,9 @@ __device__ __forceinline__ float frag_get(const acc_frag<ACC> &c, int e) {
   if constexpr (ACC == KV_FA2_ACC_F32)
     return c.v[e];
   else if constexpr (ACC == KV_FA2_ACC_F16)
-    return (e & 1) ? half_hi(c.h[e >> 1]) : half_lo(c.h[e >> 1]);
+    return (e & 1) ? ptx::f16x2_hi(c.h[e >> 1]) : ptx::f16x2_lo(c.h[e >> 1]);
   else
-    return (e & 1) ? bf16_hi(c.h[e >> 1]) : bf16_lo(c.h[e >> 1]);
+    return (e & 1) ? ptx::bf16x2_hi(c.h[e >> 1]) : ptx::bf16x2_lo(c.h[e >> 1]);
 }
 /* Rows g and g+8 multiplied by fa and fb in fp32, the products rounded to the accumulator
  * type. */
@@ -182,9 +129,9 @@ __device__ __forceinline__ void frag_rescale(acc_frag<ACC> &c, float fa, float f
     c.v[2] *= fb;
     c.v[3] *= fb;
   } else {
-    constexpr int T = ACC == KV_FA2_ACC_F16 ? KV_FA2_FP16 : KV_FA2_BF16;
-    c.h[0] = pack2<T>(frag_get(c, 0) * fa, frag_get(c, 1) * fa);
-    c.h[1] = pack2<T>(frag_get(c, 2) * fb, frag_get(c, 3) * fb);
+    using T = std::conditional_t<ACC == KV_FA2_ACC_F16, __half, __nv_bfloat16>;
+    c.h[0] = ptx::cvt_rn_pair<T>(frag_get(c, 0) * fa, frag_get(c, 1) * fa);
+    c.h[1] = ptx::cvt_rn_pair<T>(frag_get(c, 2) * fb, frag_get(c, 3) * fb);
   }
 }
 
@@ -197,6 +144,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
   constexpr int CPR = Tr::kRowChunks, RS = Tr::kRowStride, NTHR = Tr::kThreads;
   static_assert(ACC != KV_FA2_ACC_F16 || STORE == KV_FA2_FP16, "fp16 accumulation needs fp16 storage");
   static_assert(ACC != KV_FA2_ACC_BF16 || STORE == KV_FA2_BF16, "bf16 accumulation needs bf16 storage");
+  using T = storage_t<STORE>;
 
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -219,7 +167,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
   int n_end, n_free;
   kv_fa2_common::key_tiles<CAUSAL, BM, BN>(m0, Lq, Lk, n_end, n_free);
 
-  const uint32_t sQ = smem_addr(smem);
+  const uint32_t sQ = ptx::smem_addr(smem);
   const uint32_t sK = sQ + Tr::kQBytes;
   const uint32_t sV = sK + ST * Tr::kTileBytes;
 
@@ -242,7 +190,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
 #pragma unroll
       for (int j = 0; j < CGROUPS; ++j)
         if (8 * j + 8 <= CPR || ld_c0 + 8 * j < CPR)
-          cp_async_16(s_tile + ld_soff + (i * RSTEP * RS + 8 * j) * 16, p + (ok ? 128 * j : 0), ok ? 16 : 0);
+          ptx::cp_async_16(s_tile + ld_soff + (i * RSTEP * RS + 8 * j) * 16, p + (ok ? 128 * j : 0), ok ? 16 : 0);
     }
   };
   using rows_m = std::integral_constant<int, BM>;
@@ -255,7 +203,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
 
   /* ldmatrix lane addresses. A pattern (Q, and V through .trans): lane l addresses row l & 15,
    * chunk 2 kt + (l >> 4); B pattern (K): row (l & 7) + 8 (l >> 4), chunk 2 kt + ((l >> 3) & 1).
-   * With bx = tile + lane row * RS * 16 + x (x: the lane's swizzled chunk bit, fa2_traits.h;
+   * With bx = tile + lane row * RS * 16 + x (x: the lane's swizzled chunk bit, fa2_mma_traits.h;
    * tiles and 8-row groups start on 128-byte boundaries in the XOR layouts) the 16x16 block at
    * (row_off, k-step kt) is at (bx ^ 32 (kt % 4)) + 128 (kt / 4) + row_off * RS * 16 (XOR
    * layouts) or bx + 32 kt + row_off * RS * 16 (padded layout): one LOP3 and an immediate. */
@@ -287,33 +235,33 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
 
   if (n_end > 0) {
     load_tile(sQ, qg, Lq - m0, rows_m{});
-    cp_async_commit();
+    ptx::cp_async_commit_group();
 #pragma unroll
     for (int s = 0; s < ST - 1; ++s) {
       if (s < n_end) load_kv(s, s);
-      cp_async_commit();
+      ptx::cp_async_commit_group();
     }
 
     uint32_t qf[Tr::kQInRegs ? MT : 1][Tr::kQInRegs ? KT : 1][4];
     if constexpr (Tr::kQInRegs) {
-      cp_async_wait<ST - 1>();
+      ptx::cp_async_wait_group<ST - 1>();
       __syncthreads();
       const uint32_t bq = q_base();
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int kt = 0; kt < KT; ++kt) ldsm_x4(qf[mt][kt], KV_FA2_AT(bq, mt * 16, kt));
+        for (int kt = 0; kt < KT; ++kt) ptx::ldmatrix_x4(qf[mt][kt], KV_FA2_AT(bq, mt * 16, kt));
     }
 
     /* key tiles in ascending order (as the CPU emulation); tile n sits in ring slot `stage` */
     int stage = 0;
     for (int n = 0; n < n_end; ++n) {
-      cp_async_wait<ST - 2>();
+      ptx::cp_async_wait_group<ST - 2>();
       __syncthreads();
       {
         const int ahead = n + ST - 1;
         if (ahead < n_end) load_kv(ahead, stage == 0 ? ST - 1 : stage - 1);
-        cp_async_commit();
+        ptx::cp_async_commit_group();
       }
       const uint32_t bk = sK + stage * Tr::kTileBytes + laneB, bv = sV + stage * Tr::kTileBytes + laneA;
 
@@ -335,18 +283,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
 #pragma unroll
               for (int r = 0; r < 4; ++r) qa[mt][r] = qf[mt][kt][r];
             } else {
-              ldsm_x4(qa[mt], KV_FA2_AT(bq, mt * 16, kt));
+              ptx::ldmatrix_x4(qa[mt], KV_FA2_AT(bq, mt * 16, kt));
             }
           }
 #pragma unroll
           for (int np = 0; np < NT / 2; ++np) {
             uint32_t kb[4];
-            ldsm_x4(kb, KV_FA2_AT(bk, np * 16, kt));
+            ptx::ldmatrix_x4(kb, KV_FA2_AT(bk, np * 16, kt));
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-              frag_mma<STORE, ACC>(sa[mt][2 * np], qa[mt], kb[0], kb[1]);
-              frag_mma<STORE, ACC>(sa[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
-            }
+            for (int mt = 0; mt < MT; ++mt) frag_mma_x2<T, ACC>(sa[mt][2 * np], sa[mt][2 * np + 1], qa[mt], kb);
           }
         }
 #pragma unroll
@@ -403,7 +348,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
             const float p0 = ex2(fmaf(s[mt][nt][2 * hi], sl2, -msc[mt][hi]));
             const float p1 = ex2(fmaf(s[mt][nt][2 * hi + 1], sl2, -msc[mt][hi]));
             sum[mt][hi] += p0 + p1;
-            pa[mt][kk][r] = pack2<STORE>(p0, p1);
+            pa[mt][kk][r] = ptx::cvt_rn_pair<T>(p0, p1);
           }
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
@@ -419,19 +364,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
 #pragma unroll
         for (int dp = 0; dp < DT / 2; ++dp) {
           uint32_t vb[4];
-          ldsm_x4_trans(vb, KV_FA2_AT(bv, kk * 16, dp));
+          ptx::ldmatrix_x4_trans(vb, KV_FA2_AT(bv, kk * 16, dp));
 #pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            frag_mma<STORE, ACC>(o[mt][2 * dp], pa[mt][kk], vb[0], vb[1]);
-            frag_mma<STORE, ACC>(o[mt][2 * dp + 1], pa[mt][kk], vb[2], vb[3]);
-          }
+          for (int mt = 0; mt < MT; ++mt) frag_mma_x2<T, ACC>(o[mt][2 * dp], o[mt][2 * dp + 1], pa[mt][kk], vb);
         }
       }
       stage = stage + 1 == ST ? 0 : stage + 1;
     }
   }
 #undef KV_FA2_AT
-  cp_async_wait<0>();
+  ptx::cp_async_wait_group<0>();
   __syncwarp();
 
   /* epilogue: normalise, LSE, stage the warp's rows in its own Q rows, 16-byte stores */
@@ -451,7 +393,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
 #pragma unroll
       for (int dt = 0; dt < DT; ++dt) {
         const uint32_t packed =
-            pack2<STORE>(frag_get(o[mt][dt], 2 * hi) * inv, frag_get(o[mt][dt], 2 * hi + 1) * inv);
+            ptx::cvt_rn_pair<T>(frag_get(o[mt][dt], 2 * hi) * inv, frag_get(o[mt][dt], 2 * hi + 1) * inv);
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sQ + Tr::swz(r, dt) * 16 + t4 * 4), "r"(packed));
       }
     }

@@ -1,10 +1,10 @@
-/* fa2_traits.h - tile and warp configuration of the FlashAttention-2 forward kernel per head
- * dimension, and the shared-memory layout (swizzle or padding) that makes its cp.async writes
- * and ldmatrix reads bank-conflict free. The kernel (fa2_kernel.cuh) reads its sizes only
- * from here; the block sizes themselves come from families/fa2_blocks.h, which the CPU
- * emulation reads too. */
-#ifndef KVAL_FA2_TRAITS_H
-#define KVAL_FA2_TRAITS_H
+/* fa2_mma_traits.h - tile and warp configuration of kval-mma, the FlashAttention-2 forward
+ * kernel, per head dimension, and the shared-memory layout (swizzle or padding) that makes its
+ * cp.async writes and ldmatrix reads bank-conflict free. The kernel (fa2_mma.cuh) reads its
+ * sizes only from here; the block sizes themselves come from families/fa2/fa2_limits.h, which
+ * the CPU emulation reads too. */
+#ifndef KVAL_FA2_MMA_TRAITS_H
+#define KVAL_FA2_MMA_TRAITS_H
 
 #include "families/fa2/fa2_limits.h"
 
@@ -64,7 +64,7 @@ struct kv_fa2_config {
   static_assert((16 * kMTiles * kRowChunks) % 32 == 0, "output rows of a warp split evenly over its lanes");
 };
 
-/* The configuration kval runs for each head dimension (`fa2_driver info` prints registers,
+/* The configuration kval runs for each head dimension (`fa2_bench info` prints registers,
  * local memory and occupancy of each instantiation: 2 blocks = 8 warps per SM throughout).
  * Q stays in registers only for d = 32; from d = 64 up the registers go to the S and O
  * accumulators (d = 64: 128 x 128 tiles with Q in shared memory timed 1-3 % faster than

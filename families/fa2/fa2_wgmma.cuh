@@ -1,7 +1,7 @@
 /* fa2_wgmma.cuh - kval-wgmma, the Hopper (sm_90a) FlashAttention-2 forward kernel template and
  * its launcher, FA3-style: TMA loads, wgmma tensor-core instructions, a producer warpgroup
- * and consumer warpgroups. Included only by fa2_wgmma_d<D>.cu; everything else calls it
- * through fa2_api.h. Configuration: fa2_wgmma_traits.h.
+ * and consumer warpgroups. Included only by families/fa2/inst/fa2_wgmma_d<D>.cu; everything
+ * else calls it through fa2_api.h. Configuration: fa2_wgmma_traits.h.
  *
  * One CTA = BM query rows of one (batch, head); causal CTAs start with the heaviest query
  * blocks. Q, K, V and O are 4-D tensors [batch, seqlen, heads, D] to TMA (one tensor map
@@ -18,7 +18,7 @@
  *                   warpgroup pipelining); the K slot is released as soon as S completes;
  *     mask          keys >= seqlen_k and above the bottom-right aligned causal diagonal set to
  *                   -inf, only in the tiles that need it;
- *     softmax       online, in the log2 domain, as the mma.sync kernel (fa2_kernel.cuh): row
+ *     softmax       online, in the log2 domain, as the mma.sync kernel (fa2_mma.cuh): row
  *                   max over the 4 lanes of a row, p = ex2(S * scale_log2 - m * scale_log2),
  *                   O rescaled by ex2((m_old - m) * scale_log2), row sums per lane in fp32;
  *     O += P V      wgmma m64nDk16 with P from registers (rounded to the storage type; the
@@ -30,7 +30,7 @@
  *   LSE = m * scale + log(rowsum) (-inf and output 0 for a fully masked row).
  * Precision: fp16 or bf16 storage with fp32 accumulation only (the products of S = Q K^T and
  * O += P V accumulate in fp32 inside the tensor core; the reduced-accumulator models of the
- * precision study run on kval-mma). Everything else as fa2_kernel.cuh's precision block. */
+ * precision study run on kval-mma). Everything else as fa2_mma.cuh's precision block. */
 #ifndef KVAL_FA2_WGMMA_CUH
 #define KVAL_FA2_WGMMA_CUH
 
@@ -43,12 +43,14 @@
 #include "families/fa2/fa2_api.h"
 #include "families/fa2/fa2_common.cuh"
 #include "families/fa2/fa2_wgmma_traits.h"
+#include "families/device/sm80.cuh"
 #include "families/device/sm90.cuh"
 
 namespace kv_fa2_wgmma {
 
+namespace ptx = kv::ptx;
 using kv_fa2_common::ex2;
-using kv_fa2_common::pack2;
+using kv_fa2_common::storage_t;
 
 /* ---- wgmma m64nNk16 with fp32 accumulators, N = 64 or 128 ---- */
 
@@ -125,6 +127,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
                      const kv_fa2_args a) {
 #if KV_SM90A
   constexpr int D = Tr::kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, ST = Tr::kStages, CH = Tr::kChunks;
+  using T = storage_t<STORE>;
   extern __shared__ unsigned char fa2_wgmma_smem[];
   unsigned char *smem = reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(fa2_wgmma_smem) + 1023) &
                                                           ~static_cast<uintptr_t>(1023));
@@ -147,42 +150,42 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   kv_fa2_common::key_tiles<CAUSAL, BM, BN>(m0, Lq, Lk, n_end, n_free);
 
   if (threadIdx.x == 0) {
-    kv_mbar_init(full_q, 1);
+    ptx::mbarrier_init(full_q, 1);
     for (int s = 0; s < ST; ++s) {
-      kv_mbar_init(&full_k[s], 1);
-      kv_mbar_init(&full_v[s], 1);
-      kv_mbar_init(&empty_k[s], Tr::kConsumers * 4);
-      kv_mbar_init(&empty_v[s], Tr::kConsumers * 4);
+      ptx::mbarrier_init(&full_k[s], 1);
+      ptx::mbarrier_init(&full_v[s], 1);
+      ptx::mbarrier_init(&empty_k[s], Tr::kConsumers * 4);
+      ptx::mbarrier_init(&empty_v[s], Tr::kConsumers * 4);
     }
-    kv_mbar_init_fence();
+    ptx::fence_mbarrier_init();
   }
   __syncthreads();
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
-    kv_setmaxnreg_dec<Tr::kProducerRegs>();
+    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
     if (threadIdx.x == 0 && n_end > 0) {
-      kv_mbar_arrive_expect_tx(full_q, Tr::kQBytes);
+      ptx::mbarrier_arrive_expect_tx(full_q, Tr::kQBytes);
 #pragma unroll
-      for (int c = 0; c < CH; ++c) kv_tma_load_4d(sq + c * BM * 128, &map_q, full_q, 64 * c, h, m0, b);
+      for (int c = 0; c < CH; ++c) ptx::tma_load_4d(sq + c * BM * 128, &map_q, full_q, 64 * c, h, m0, b);
       for (int n = 0; n < n_end; ++n) {
         const int s = n % ST;
         const uint32_t parity = ((n / ST) & 1) ^ 1; /* the consumers' release of round n / ST - 1 */
         unsigned char *tk = sk + s * Tr::kTileBytes, *tv = sv + s * Tr::kTileBytes;
-        if (n >= ST) kv_mbar_wait(&empty_k[s], parity);
-        kv_mbar_arrive_expect_tx(&full_k[s], Tr::kTileBytes);
+        if (n >= ST) ptx::mbarrier_wait_parity(&empty_k[s], parity);
+        ptx::mbarrier_arrive_expect_tx(&full_k[s], Tr::kTileBytes);
 #pragma unroll
-        for (int c = 0; c < CH; ++c) kv_tma_load_4d(tk + c * BN * 128, &map_k, &full_k[s], 64 * c, h, n * BN, b);
-        if (n >= ST) kv_mbar_wait(&empty_v[s], parity);
-        kv_mbar_arrive_expect_tx(&full_v[s], Tr::kTileBytes);
+        for (int c = 0; c < CH; ++c) ptx::tma_load_4d(tk + c * BN * 128, &map_k, &full_k[s], 64 * c, h, n * BN, b);
+        if (n >= ST) ptx::mbarrier_wait_parity(&empty_v[s], parity);
+        ptx::mbarrier_arrive_expect_tx(&full_v[s], Tr::kTileBytes);
 #pragma unroll
-        for (int c = 0; c < CH; ++c) kv_tma_load_4d(tv + c * BN * 128, &map_v, &full_v[s], 64 * c, h, n * BN, b);
+        for (int c = 0; c < CH; ++c) ptx::tma_load_4d(tv + c * BN * 128, &map_v, &full_v[s], 64 * c, h, n * BN, b);
       }
     }
     return;
   }
 
-  kv_setmaxnreg_inc<Tr::kConsumerRegs>();
+  ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
   const int cw = wg - 1, lt = threadIdx.x % 128, warp = lt / 32, lane = lt % 32, g = lane / 4, t4 = lane % 4;
   const int row0 = cw * 64 + warp * 16 + g; /* this lane's rows row0 and row0 + 8 within the block */
   const float sl2 = a.scale_log2;
@@ -191,45 +194,45 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
-  const uint32_t q_base = kv_smem_addr(sq) + cw * 64 * 128;
+  const uint32_t q_base = ptx::smem_addr(sq) + cw * 64 * 128;
 
   /* The waits for a tile's K or V come before the wgmma.fence that opens a batch of wgmma:
    * other instructions inside the batch would make ptxas serialise the wgmma. */
-  auto wait_k = [&](int n) { kv_mbar_wait(&full_k[n % ST], (n / ST) & 1); };
-  auto wait_v = [&](int n) { kv_mbar_wait(&full_v[n % ST], (n / ST) & 1); };
+  auto wait_k = [&](int n) { ptx::mbarrier_wait_parity(&full_k[n % ST], (n / ST) & 1); };
+  auto wait_v = [&](int n) { ptx::mbarrier_wait_parity(&full_v[n % ST], (n / ST) & 1); };
   /* S = Q K^T of tile n issued (one commit group): k-step kt = columns 16kt.. = chunk
    * kt / 4, 32 bytes (kt % 4) into its rows */
   auto issue_s = [&](float (&sc)[BN / 2], int n) {
     const int st = n % ST;
-    const uint32_t k_base = kv_smem_addr(sk + st * Tr::kTileBytes);
+    const uint32_t k_base = ptx::smem_addr(sk + st * Tr::kTileBytes);
 #pragma unroll
     for (int kt = 0; kt < D / 16; ++kt)
-      wgmma_ss<STORE, BN>(sc, kv_wgmma_desc(q_base + (kt / 4) * BM * 128 + (kt % 4) * 32, 16, 1024),
-                          kv_wgmma_desc(k_base + (kt / 4) * BN * 128 + (kt % 4) * 32, 16, 1024), kt > 0);
-    kv_wgmma_commit();
+      wgmma_ss<STORE, BN>(sc, ptx::wgmma_desc(q_base + (kt / 4) * BM * 128 + (kt % 4) * 32, 16, 1024),
+                          ptx::wgmma_desc(k_base + (kt / 4) * BN * 128 + (kt % 4) * 32, 16, 1024), kt > 0);
+    ptx::wgmma_commit_group();
   };
   /* O += P V of tile n issued (one commit group): k-step kk = keys 16kk.. = 16 rows of 128
    * bytes further into every chunk; the N (head dim) chunks are a tile's BN * 128 bytes apart */
   auto issue_pv = [&](const uint32_t (&p)[BN / 16][4], int n) {
     const int st = n % ST;
-    const uint32_t v_base = kv_smem_addr(sv + st * Tr::kTileBytes);
+    const uint32_t v_base = ptx::smem_addr(sv + st * Tr::kTileBytes);
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk)
-      wgmma_rs<STORE, D>(o, p[kk], kv_wgmma_desc(v_base + kk * 16 * 128, BN * 128, 1024));
-    kv_wgmma_commit();
+      wgmma_rs<STORE, D>(o, p[kk], ptx::wgmma_desc(v_base + kk * 16 * 128, BN * 128, 1024));
+    ptx::wgmma_commit_group();
   };
   /* Register operands of the next batch settled before its wgmma.fence: the compiler must not
    * sink their definitions (the rescale of O, the copy of P) into the batch, which would make
    * ptxas serialise the wgmma. */
   auto settle = [&](float *r, int n) {
 #pragma unroll
-    for (int i = 0; i < n; ++i) kv_reg_fence(r[i]);
+    for (int i = 0; i < n; ++i) ptx::reg_fence(r[i]);
   };
   auto settle_p = [&](uint32_t (&p)[BN / 16][4]) {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) kv_reg_fence(p[kk][r]);
+      for (int r = 0; r < 4; ++r) ptx::reg_fence(p[kk][r]);
   };
   /* Pingpong (traits kPingpong, two consumers): the warpgroups take turns to issue their wgmma
    * batches, so one runs its softmax while the other's matmuls occupy the tensor cores.
@@ -244,7 +247,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   };
   auto release = [&](uint64_t *bar) {
     __syncwarp();
-    if (lane == 0) kv_mbar_arrive(bar);
+    if (lane == 0) ptx::mbarrier_arrive(bar);
   };
   /* mask and online softmax of tile n's scores, in place: accumulator j of column block
    * jb = j / 4 is row row0 + 8 ((j / 2) % 2), key n BN + 8 jb + 2 t4 + j % 2; it becomes
@@ -291,7 +294,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int j = 4 * (2 * kk + (r >> 1)) + 2 * (r & 1);
-        p[kk][r] = pack2<STORE>(sc[j], sc[j + 1]);
+        p[kk][r] = ptx::cvt_rn_pair<T>(sc[j], sc[j + 1]);
       }
   };
 
@@ -301,15 +304,15 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
    * operands asynchronously). */
   if (n_end > 0) {
     if (cw == 1) turn_pass();
-    kv_mbar_wait(full_q, 0);
+    ptx::mbarrier_wait_parity(full_q, 0);
     float sc[BN / 2], fac[2];
     uint32_t p[BN / 16][4];
     wait_k(0);
     turn_wait();
-    kv_wgmma_fence();
+    ptx::wgmma_fence();
     issue_s(sc, 0);
     turn_pass();
-    kv_wgmma_wait<0>();
+    ptx::wgmma_wait_group<0>();
     settle(sc, BN / 2);
     release(&empty_k[0]);
     softmax(sc, 0, fac); /* O is still zero: no rescale */
@@ -320,15 +323,15 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       settle(o, D / 2);
       settle_p(p);
       turn_wait();
-      kv_wgmma_fence();
+      ptx::wgmma_fence();
       issue_s(sc, n);
       issue_pv(p, n - 1);
       turn_pass();
-      kv_wgmma_wait<1>(); /* S of tile n */
+      ptx::wgmma_wait_group<1>(); /* S of tile n */
       settle(sc, BN / 2);
       release(&empty_k[n % ST]);
       softmax(sc, n, fac);
-      kv_wgmma_wait<0>(); /* P V of tile n - 1 */
+      ptx::wgmma_wait_group<0>(); /* P V of tile n - 1 */
       settle(o, D / 2);
       settle_p(p);
       release(&empty_v[(n - 1) % ST]);
@@ -340,10 +343,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     settle(o, D / 2);
     settle_p(p);
     turn_wait();
-    kv_wgmma_fence();
+    ptx::wgmma_fence();
     issue_pv(p, n_end - 1);
     if (cw == 0) turn_pass();
-    kv_wgmma_wait<0>();
+    ptx::wgmma_wait_group<0>();
     settle(o, D / 2);
     settle_p(p);
     release(&empty_v[(n_end - 1) % ST]);
@@ -368,17 +371,18 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #pragma unroll
     for (int hi = 0; hi < 2; ++hi) {
       const int r = row0 + 8 * hi; /* row within the block = row within every chunk */
-      const uint32_t packed = pack2<STORE>(o[4 * jb + 2 * hi] * inv[hi], o[4 * jb + 2 * hi + 1] * inv[hi]);
+      const uint32_t packed = ptx::cvt_rn_pair<T>(o[4 * jb + 2 * hi] * inv[hi], o[4 * jb + 2 * hi + 1] * inv[hi]);
       unsigned char *dst = sq + (jb / 8) * BM * 128 + r * 128 + (((jb % 8) ^ (r % 8)) * 16) + t4 * 4;
       *reinterpret_cast<uint32_t *>(dst) = packed;
     }
-  kv_fence_proxy_async();
-  kv_named_sync(1 + cw, 128);
+  ptx::fence_proxy_async();
+  ptx::bar_sync(1 + cw, 128);
   if (lt == 0) {
 #pragma unroll
-    for (int c = 0; c < CH; ++c) kv_tma_store_4d(&map_o, sq + c * BM * 128 + cw * 64 * 128, 64 * c, h, m0 + cw * 64, b);
-    kv_bulk_commit();
-    kv_bulk_wait_read<0>();
+    for (int c = 0; c < CH; ++c)
+      ptx::tma_store_4d(&map_o, sq + c * BM * 128 + cw * 64 * 128, 64 * c, h, m0 + cw * 64, b);
+    ptx::bulk_commit_group();
+    ptx::bulk_wait_group_read<0>();
   }
 #endif
 }
@@ -391,7 +395,7 @@ template <int STORE, int D>
 cudaError_t encode_map(CUtensorMap *map, const void *base, int batch, int seqlen, int heads, int rows,
                        const char **why) {
   cudaError_t e;
-  PFN_cuTensorMapEncodeTiled_v12000 encode = kv_tma_encode_fn(&e);
+  PFN_cuTensorMapEncodeTiled_v12000 encode = kv::tma_encode_fn(&e);
   if (!encode) {
     if (why) *why = "kval-wgmma: cuTensorMapEncodeTiled is not available from the driver";
     return e;

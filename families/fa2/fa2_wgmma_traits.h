@@ -1,6 +1,6 @@
 /* fa2_wgmma_traits.h - tile, warpgroup and shared-memory configuration of kval-wgmma, the Hopper
  * (sm_90a) FlashAttention-2 forward kernel (fa2_wgmma.cuh). The kernel reads its sizes only from
- * here; the CPU emulation of this variant reads the block sizes from families/fa2_blocks.h
+ * here; the CPU emulation of this variant reads the block sizes from families/fa2/fa2_limits.h
  * (KV_FA2_WGMMA_BLOCK_M/N), which this header checks against.
  *
  * One CTA = one producer warpgroup (one thread issues every TMA load) and CONSUMERS consumer

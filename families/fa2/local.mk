@@ -5,7 +5,7 @@ src_libkval_a_SOURCES += \
 	families/fa2/fa2.h families/fa2/fa2.c families/fa2/fa2_limits.h families/fa2/fa2_cpu_ref.c families/fa2/fa2_emulate.c
 if HAVE_CUDA
 src_libkval_a_SOURCES += \
-	families/fa2/fa2_api.h families/fa2/fa2_common.cuh \
+	families/device/sm80.cuh families/fa2/fa2_api.h families/fa2/fa2_common.cuh \
 	families/fa2/fa2_mma_traits.h families/fa2/fa2_mma.cuh \
 	families/fa2/fa2_wgmma_traits.h families/fa2/fa2_wgmma.cuh \
 	families/fa2/inst/fa2_mma_d32.cu families/fa2/inst/fa2_mma_d64.cu families/fa2/inst/fa2_mma_d96.cu \

@@ -3,7 +3,7 @@
  * STAGES-deep cp.async ring of padded shared-memory tiles (16-byte copies, zero-filled past
  * the matrix edge; element-wise loads when a row stride is not a multiple of 8 elements) and
  * reach the tensor cores through ldmatrix (.trans for M-major A and N-major B).
- * Instantiated per precision in gemm_mma_<storage>.cu. */
+ * Instantiated per storage type in families/gemm/inst/gemm_mma_fp16.cu and gemm_mma_bf16.cu. */
 #ifndef KVAL_GEMM_MMA_CUH
 #define KVAL_GEMM_MMA_CUH
 
@@ -12,108 +12,56 @@
 #include "families/gemm/gemm_common.cuh"
 #include "families/gemm/gemm_api.h"
 #include "families/gemm/gemm_traits.h"
+#include "families/device/sm80.cuh"
 
-__device__ __forceinline__ uint32_t kv_mma_smem(const void *p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
+namespace kv_gemm {
 
-/* 16-byte global->shared copy of `bytes` valid bytes, the rest zero-filled. */
-__device__ __forceinline__ void kv_cp_async16(void *dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(kv_mma_smem(dst)), "l"(src), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void kv_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void kv_cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
+namespace ptx = kv::ptx;
 
-template <bool TRANS> __device__ __forceinline__ void kv_ldmatrix_x4(uint32_t (&r)[4], const void *p) {
-  if (TRANS)
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(kv_mma_smem(p)));
-  else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(kv_mma_smem(p)));
-}
-
-/* c += a b, one m16n8k16 step with fp32 accumulators. */
-template <class T>
-__device__ __forceinline__ void kv_mma_f32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same<T, __half>::value)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* c += a b with fp16 accumulators (fp16 inputs), two per register. */
-__device__ __forceinline__ void kv_mma_f16(uint32_t (&c)[2], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
-               : "+r"(c[0]), "+r"(c[1])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* Accumulators of one warp tile (MI x NI mma tiles) per accumulation mode. */
-template <class T, int ACC> struct kv_mma_acc {
+/* Accumulators of one warp tile (MI x NI mma tiles) per accumulation mode: per mma tile four
+ * fp32 values (F32, and BF16, rounded to bf16 after every k-step: the bf16 accumulation
+ * model), or two fp16 pairs, the native fp16 accumulator (F16). */
+template <class T, int ACC> struct mma_acc {
   typedef kv_mma_traits Tr;
-  float c[Tr::MI][Tr::NI][4];
+  static constexpr bool F16 = ACC == KV_GEMM_ACC_F16;
+  std::conditional_t<F16, uint32_t[2], float[4]> c[Tr::MI][Tr::NI];
   __device__ __forceinline__ void zero() {
 #pragma unroll
     for (int i = 0; i < Tr::MI; ++i)
 #pragma unroll
       for (int j = 0; j < Tr::NI; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) c[i][j][e] = 0.0f;
+        for (int e = 0; e < (F16 ? 2 : 4); ++e) c[i][j][e] = 0;
   }
   __device__ __forceinline__ void step(const uint32_t (&a)[Tr::MI][4], const uint32_t (&b)[Tr::NI][2]) {
 #pragma unroll
     for (int i = 0; i < Tr::MI; ++i)
 #pragma unroll
       for (int j = 0; j < Tr::NI; ++j) {
-        kv_mma_f32<T>(c[i][j], a[i], b[j][0], b[j][1]);
-        if (ACC == KV_GEMM_ACC_BF16) /* the bf16 accumulation model: round after the k-step */
+        if constexpr (F16) {
+          ptx::mma_m16n8k16_f16(c[i][j], a[i], b[j][0], b[j][1]);
+        } else {
+          ptx::mma_m16n8k16_f32<T>(c[i][j], a[i], b[j][0], b[j][1]);
+          if (ACC == KV_GEMM_ACC_BF16)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) c[i][j][e] = kv_round_bf16(c[i][j][e]);
+            for (int e = 0; e < 4; ++e) c[i][j][e] = round_bf16(c[i][j][e]);
+        }
       }
   }
   __device__ __forceinline__ float4 get(int i, int j) const {
-    return make_float4(c[i][j][0], c[i][j][1], c[i][j][2], c[i][j][3]);
-  }
-};
-
-template <class T> struct kv_mma_acc<T, KV_GEMM_ACC_F16> {
-  typedef kv_mma_traits Tr;
-  uint32_t c[Tr::MI][Tr::NI][2];
-  __device__ __forceinline__ void zero() {
-#pragma unroll
-    for (int i = 0; i < Tr::MI; ++i)
-#pragma unroll
-      for (int j = 0; j < Tr::NI; ++j) c[i][j][0] = c[i][j][1] = 0u;
-  }
-  __device__ __forceinline__ void step(const uint32_t (&a)[Tr::MI][4], const uint32_t (&b)[Tr::NI][2]) {
-#pragma unroll
-    for (int i = 0; i < Tr::MI; ++i)
-#pragma unroll
-      for (int j = 0; j < Tr::NI; ++j) kv_mma_f16(c[i][j], a[i], b[j][0], b[j][1]);
-  }
-  __device__ __forceinline__ float4 get(int i, int j) const {
-    const float2 lo = kv_unpack_f16x2(c[i][j][0]), hi = kv_unpack_f16x2(c[i][j][1]);
-    return make_float4(lo.x, lo.y, hi.x, hi.y);
+    if constexpr (F16)
+      return make_float4(ptx::f16x2_lo(c[i][j][0]), ptx::f16x2_hi(c[i][j][0]), ptx::f16x2_lo(c[i][j][1]),
+                         ptx::f16x2_hi(c[i][j][1]));
+    else
+      return make_float4(c[i][j][0], c[i][j][1], c[i][j][2], c[i][j][3]);
   }
 };
 
 /* Copy a ROWS x COLS tile at (r0, c0) of a row-major matrix (row stride ld, rows_lim x
  * cols_lim) into shared memory with row stride COLS + PAD; zeros outside the matrix. */
 template <class T, int ROWS, int COLS>
-__device__ __forceinline__ void kv_mma_load_tile(T *s, const T *g, int ld, int r0, int c0, int rows_lim,
-                                                 int cols_lim, bool vec) {
+__device__ __forceinline__ void mma_load_tile(T *s, const T *g, int ld, int r0, int c0, int rows_lim, int cols_lim,
+                                              bool vec) {
   typedef kv_mma_traits Tr;
   constexpr int CHUNKS = COLS / 8;
   static_assert((ROWS * CHUNKS) % Tr::THREADS == 0, "whole chunks per thread");
@@ -127,15 +75,17 @@ __device__ __forceinline__ void kv_mma_load_tile(T *s, const T *g, int ld, int r
     T *dst = s + r * (COLS + Tr::PAD) + cc;
     const T *src = g + (size_t)gr * (size_t)ld + gc;
     if (vec) {
-      kv_cp_async16(dst, valid > 0 ? src : g, valid * 2);
+      ptx::cp_async_16(ptx::smem_addr(dst), valid > 0 ? src : g, valid * 2);
     } else {
       __align__(16) T v[8];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] = e < valid ? src[e] : kv_storage<T>::from_float(0.0f);
+      for (int e = 0; e < 8; ++e) v[e] = e < valid ? src[e] : storage<T>::from_float(0.0f);
       *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(v);
     }
   }
 }
+
+}  // namespace kv_gemm
 
 template <class T, int ACC, int AT, int BT>
 __global__ void __launch_bounds__(kv_mma_traits::THREADS)
@@ -160,30 +110,30 @@ __global__ void __launch_bounds__(kv_mma_traits::THREADS)
     const int k0 = kb * Tr::BK;
     T *ta = sa + stage * A_ELEMS, *tb = sb + stage * B_ELEMS;
     if (AT)
-      kv_mma_load_tile<T, Tr::BK, Tr::BM>(ta, a, m, k0, bm, k, m, vec);
+      kv_gemm::mma_load_tile<T, Tr::BK, Tr::BM>(ta, a, m, k0, bm, k, m, vec);
     else
-      kv_mma_load_tile<T, Tr::BM, Tr::BK>(ta, a, k, bm, k0, m, k, vec);
+      kv_gemm::mma_load_tile<T, Tr::BM, Tr::BK>(ta, a, k, bm, k0, m, k, vec);
     if (BT)
-      kv_mma_load_tile<T, Tr::BN, Tr::BK>(tb, b, k, bn, k0, n, k, vec);
+      kv_gemm::mma_load_tile<T, Tr::BN, Tr::BK>(tb, b, k, bn, k0, n, k, vec);
     else
-      kv_mma_load_tile<T, Tr::BK, Tr::BN>(tb, b, n, k0, bn, k, n, vec);
+      kv_gemm::mma_load_tile<T, Tr::BK, Tr::BN>(tb, b, n, k0, bn, k, n, vec);
   };
 
-  kv_mma_acc<T, ACC> acc;
+  kv_gemm::mma_acc<T, ACC> acc;
   acc.zero();
 #pragma unroll
   for (int s = 0; s < Tr::STAGES - 1; ++s) {
     if (s < kblocks) load(s, s);
-    kv_cp_async_commit();
+    kv::ptx::cp_async_commit_group();
   }
 
   const int q = lane / 8, r = lane % 8;
   for (int kb = 0; kb < kblocks; ++kb) {
-    kv_cp_async_wait<Tr::STAGES - 2>();
+    kv::ptx::cp_async_wait_group<Tr::STAGES - 2>();
     __syncthreads();
     const int next = kb + Tr::STAGES - 1;
     if (next < kblocks) load(next % Tr::STAGES, next);
-    kv_cp_async_commit();
+    kv::ptx::cp_async_commit_group();
 
     const T *ta = sa + (kb % Tr::STAGES) * A_ELEMS, *tb = sb + (kb % Tr::STAGES) * B_ELEMS;
 #pragma unroll
@@ -193,18 +143,22 @@ __global__ void __launch_bounds__(kv_mma_traits::THREADS)
       for (int i = 0; i < Tr::MI; ++i) {
         const int m0 = wm * Tr::WM + i * 16;
         if (AT)
-          kv_ldmatrix_x4<true>(af[i], ta + (kk + (q >> 1) * 8 + r) * (Tr::BM + Tr::PAD) + m0 + (q & 1) * 8);
+          kv::ptx::ldmatrix_x4_trans(
+              af[i], kv::ptx::smem_addr(ta + (kk + (q >> 1) * 8 + r) * (Tr::BM + Tr::PAD) + m0 + (q & 1) * 8));
         else
-          kv_ldmatrix_x4<false>(af[i], ta + (m0 + (q & 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q >> 1) * 8);
+          kv::ptx::ldmatrix_x4(
+              af[i], kv::ptx::smem_addr(ta + (m0 + (q & 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q >> 1) * 8));
       }
 #pragma unroll
       for (int j = 0; j < Tr::NI / 2; ++j) {
         const int n0 = wn * Tr::WN + j * 16;
         uint32_t t4[4];
         if (BT)
-          kv_ldmatrix_x4<false>(t4, tb + (n0 + (q >> 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q & 1) * 8);
+          kv::ptx::ldmatrix_x4(
+              t4, kv::ptx::smem_addr(tb + (n0 + (q >> 1) * 8 + r) * (Tr::BK + Tr::PAD) + kk + (q & 1) * 8));
         else
-          kv_ldmatrix_x4<true>(t4, tb + (kk + (q & 1) * 8 + r) * (Tr::BN + Tr::PAD) + n0 + (q >> 1) * 8);
+          kv::ptx::ldmatrix_x4_trans(
+              t4, kv::ptx::smem_addr(tb + (kk + (q & 1) * 8 + r) * (Tr::BN + Tr::PAD) + n0 + (q >> 1) * 8));
         bf[2 * j][0] = t4[0];
         bf[2 * j][1] = t4[1];
         bf[2 * j + 1][0] = t4[2];
@@ -213,7 +167,7 @@ __global__ void __launch_bounds__(kv_mma_traits::THREADS)
       acc.step(af, bf);
     }
   }
-  kv_cp_async_wait<0>();
+  kv::ptx::cp_async_wait_group<0>();
 
 #pragma unroll
   for (int i = 0; i < Tr::MI; ++i)
@@ -221,8 +175,8 @@ __global__ void __launch_bounds__(kv_mma_traits::THREADS)
     for (int j = 0; j < Tr::NI; ++j) {
       const int row = bm + wm * Tr::WM + i * 16 + lane / 4, col = bn + wn * Tr::WN + j * 8 + 2 * (lane % 4);
       const float4 v = acc.get(i, j);
-      kv_gemm_store_pair<T>(epi, row, col, v.x, v.y);
-      kv_gemm_store_pair<T>(epi, row + 8, col, v.z, v.w);
+      kv_gemm::store_pair<T>(epi, row, col, v.x, v.y);
+      kv_gemm::store_pair<T>(epi, row + 8, col, v.z, v.w);
     }
 }
 

@@ -9,7 +9,7 @@
  * to the consumers. Tails: TMA zero-fills loads and clips stores at the matrix edge. Layouts:
  * A K-major (letter n) or M-major (t), B N-major (n) or K-major (t), through wgmma's
  * transpose bits. Configurations in gemm_traits.h; instantiated per precision in
- * gemm_wgmma_<storage>_<accum>.cu. */
+ * families/gemm/inst/gemm_wgmma_<storage>_<accum>.cu. */
 #ifndef KVAL_GEMM_WGMMA_CUH
 #define KVAL_GEMM_WGMMA_CUH
 
@@ -18,12 +18,18 @@
 
 #include "families/gemm/gemm_common.cuh"
 #include "families/gemm/gemm_api.h"
+#include "families/device/sm80.cuh"
 #include "families/device/sm90.cuh"
 #include "families/gemm/gemm_traits.h"
 
+namespace kv_gemm {
+
+namespace ptx = kv::ptx;
+
 /* Persistent tile order: GROUP_M tile-rows at a time, column by column inside a group, so
  * the CTAs in flight share A rows and B columns in L2. */
-template <int GROUP_M> __device__ __forceinline__ void kv_wgmma_tile(int t, int tiles_m, int tiles_n, int &tm, int &tn) {
+template <int GROUP_M>
+__device__ __forceinline__ void grouped_tile(int t, int tiles_m, int tiles_n, int &tm, int &tn) {
   const int per_group = GROUP_M * tiles_n;
   const int first = (t / per_group) * GROUP_M;
   const int rows = min(GROUP_M, tiles_m - first);
@@ -34,75 +40,74 @@ template <int GROUP_M> __device__ __forceinline__ void kv_wgmma_tile(int t, int 
 
 /* Accumulators of one consumer warpgroup (64 x 256) for each accumulation mode: zero-free
  * start (the first k-step overwrites), one k-block of wgmma, and the epilogue. */
-template <class Tr, class T, int ACC, int AT, int BT> struct kv_wgmma_acc;
+template <class Tr, class T, int ACC, int AT, int BT> struct wgmma_acc;
 
 /* Descriptors of k-step j of a stage: A K-major steps 32 bytes along its swizzled rows,
  * M-major 16 rows of 128 bytes; likewise B. */
-template <class Tr, int AT, int BT> struct kv_wgmma_descs {
+template <class Tr, int AT, int BT> struct wgmma_descs {
   static __device__ __forceinline__ uint64_t a(uint32_t base, int j) {
-    return AT ? kv_wgmma_desc(base + j * 16 * 128, Tr::BK * 128, 1024) : kv_wgmma_desc(base + j * 32, 16, 1024);
+    return AT ? ptx::wgmma_desc(base + j * 16 * 128, Tr::BK * 128, 1024) : ptx::wgmma_desc(base + j * 32, 16, 1024);
   }
   static __device__ __forceinline__ uint64_t b(uint32_t base, int j) {
-    return BT ? kv_wgmma_desc(base + j * 32, 16, 1024) : kv_wgmma_desc(base + j * 16 * 128, Tr::BK * 128, 1024);
+    return BT ? ptx::wgmma_desc(base + j * 32, 16, 1024) : ptx::wgmma_desc(base + j * 16 * 128, Tr::BK * 128, 1024);
   }
 };
 
-template <class Tr, class T, int AT, int BT> struct kv_wgmma_acc<Tr, T, KV_GEMM_ACC_F32, AT, BT> {
-  typedef kv_wgmma_descs<Tr, AT, BT> D;
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC_F32, AT, BT> {
+  typedef wgmma_descs<Tr, AT, BT> D;
   float d[128];
   static constexpr bool pipelined = true; /* k-block's wgmma may stay in flight */
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
-    kv_wgmma_fence();
+    ptx::wgmma_fence();
 #pragma unroll
     for (int j = 0; j < Tr::BK / 16; ++j)
-      kv_wgmma_f32<T, AT, !BT>(d, D::a(a_base, j), D::b(b_base, j),
-                               (first && j == 0) ? 0 : 1);
-    kv_wgmma_commit();
+      ptx::wgmma_m64n256k16_f32<T, AT, !BT>(d, D::a(a_base, j), D::b(b_base, j), (first && j == 0) ? 0 : 1);
+    ptx::wgmma_commit_group();
   }
   __device__ __forceinline__ void settle() {
 #pragma unroll
-    for (int i = 0; i < 128; ++i) kv_reg_fence(d[i]);
+    for (int i = 0; i < 128; ++i) ptx::reg_fence(d[i]);
   }
   /* accumulators of columns 8j + 2(lane%4), +1 in row lane/4 + 8h of the warp's 16 rows */
   __device__ __forceinline__ float2 pair(int j, int h) const { return make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]); }
 };
 
-template <class Tr, class T, int AT, int BT> struct kv_wgmma_acc<Tr, T, KV_GEMM_ACC_F16, AT, BT> {
-  typedef kv_wgmma_descs<Tr, AT, BT> D;
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC_F16, AT, BT> {
+  typedef wgmma_descs<Tr, AT, BT> D;
   uint32_t d[64];
   static constexpr bool pipelined = true;
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
-    kv_wgmma_fence();
+    ptx::wgmma_fence();
 #pragma unroll
     for (int j = 0; j < Tr::BK / 16; ++j)
-      kv_wgmma_f16<AT, !BT>(d, D::a(a_base, j), D::b(b_base, j),
-                            (first && j == 0) ? 0 : 1);
-    kv_wgmma_commit();
+      ptx::wgmma_m64n256k16_f16<AT, !BT>(d, D::a(a_base, j), D::b(b_base, j), (first && j == 0) ? 0 : 1);
+    ptx::wgmma_commit_group();
   }
   __device__ __forceinline__ void settle() {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) kv_reg_fence(d[i]);
+    for (int i = 0; i < 64; ++i) ptx::reg_fence(d[i]);
   }
-  __device__ __forceinline__ float2 pair(int j, int h) const { return kv_unpack_f16x2(d[2 * j + h]); }
+  __device__ __forceinline__ float2 pair(int j, int h) const {
+    return make_float2(ptx::f16x2_lo(d[2 * j + h]), ptx::f16x2_hi(d[2 * j + h]));
+  }
 };
 
 /* bf16 accumulation model: every k-step of 16 completes and is rounded to bf16 before the
  * next one starts (serialised: a precision-study path, not a performance path). */
-template <class Tr, class T, int AT, int BT> struct kv_wgmma_acc<Tr, T, KV_GEMM_ACC_BF16, AT, BT> {
-  typedef kv_wgmma_descs<Tr, AT, BT> D;
-  kv_wgmma_acc<Tr, T, KV_GEMM_ACC_F32, AT, BT> f;
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC_BF16, AT, BT> {
+  typedef wgmma_descs<Tr, AT, BT> D;
+  wgmma_acc<Tr, T, KV_GEMM_ACC_F32, AT, BT> f;
   static constexpr bool pipelined = false;
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
 #pragma unroll
     for (int j = 0; j < Tr::BK / 16; ++j) {
-      kv_wgmma_fence();
-      kv_wgmma_f32<T, AT, !BT>(f.d, D::a(a_base, j), D::b(b_base, j),
-                               (first && j == 0) ? 0 : 1);
-      kv_wgmma_commit();
-      kv_wgmma_wait<0>();
+      ptx::wgmma_fence();
+      ptx::wgmma_m64n256k16_f32<T, AT, !BT>(f.d, D::a(a_base, j), D::b(b_base, j), (first && j == 0) ? 0 : 1);
+      ptx::wgmma_commit_group();
+      ptx::wgmma_wait_group<0>();
       f.settle();
 #pragma unroll
-      for (int i = 0; i < 128; ++i) f.d[i] = kv_round_bf16(f.d[i]);
+      for (int i = 0; i < 128; ++i) f.d[i] = round_bf16(f.d[i]);
     }
   }
   __device__ __forceinline__ void settle() { f.settle(); }
@@ -115,31 +120,31 @@ template <class Tr, class T, int AT, int BT> struct kv_wgmma_acc<Tr, T, KV_GEMM_
  * different 16-byte chunks), then one thread stores the boxes with TMA (clipped at the matrix
  * edge) and the warpgroup moves on. Direct path: bounds-checked stores from registers. */
 template <class Tr, class T, class Acc>
-__device__ __forceinline__ void kv_wgmma_epilogue(const Acc &acc, const kv_gemm_epi &epi, const CUtensorMap *map_d,
-                                                  bool tma_store, unsigned char *dbuf, int c, int tm, int tn) {
+__device__ __forceinline__ void wgmma_epilogue(const Acc &acc, const kv_gemm_epi &epi, const CUtensorMap *map_d,
+                                               bool tma_store, unsigned char *dbuf, int c, int tm, int tn) {
   const int lt = threadIdx.x % 128, warp = lt / 32, lane = lt % 32;
   const int r0 = warp * 16 + lane / 4; /* row within the consumer's 64 */
   const int row = tm * Tr::BM + c * 64 + r0, col = tn * Tr::BN + 2 * (lane % 4);
   if (Tr::EPI_TMA && tma_store) {
-    if (lt == 0) kv_bulk_wait_read<0>();
-    kv_named_sync(1 + c, 128);
+    if (lt == 0) ptx::bulk_wait_group_read<0>();
+    ptx::bar_sync(1 + c, 128);
 #pragma unroll
     for (int j = 0; j < Tr::BN / 8; ++j)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const float2 v = acc.pair(j, h);
         const int r = r0 + 8 * h;
-        const uint32_t out = kv_gemm_out_pair<T>(epi, row + 8 * h, col + 8 * j, v.x, v.y);
+        const uint32_t out = out_pair<T>(epi, row + 8 * h, col + 8 * j, v.x, v.y);
         unsigned char *p = dbuf + (j / 8) * Tr::D_BOX_BYTES + r * 128 + (((j % 8) ^ (r % 8)) * 16) + (lane % 4) * 4;
         *reinterpret_cast<uint32_t *>(p) = out;
       }
-    kv_fence_proxy_async();
-    kv_named_sync(1 + c, 128);
+    ptx::fence_proxy_async();
+    ptx::bar_sync(1 + c, 128);
     if (lt == 0) {
 #pragma unroll
       for (int b = 0; b < Tr::BN / Tr::SWIZZLE_ELEMS; ++b)
-        kv_tma_store_2d(map_d, dbuf + b * Tr::D_BOX_BYTES, tn * Tr::BN + b * Tr::SWIZZLE_ELEMS, tm * Tr::BM + c * 64);
-      kv_bulk_commit();
+        ptx::tma_store_2d(map_d, dbuf + b * Tr::D_BOX_BYTES, tn * Tr::BN + b * Tr::SWIZZLE_ELEMS, tm * Tr::BM + c * 64);
+      ptx::bulk_commit_group();
     }
   } else {
 #pragma unroll
@@ -147,10 +152,12 @@ __device__ __forceinline__ void kv_wgmma_epilogue(const Acc &acc, const kv_gemm_
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const float2 v = acc.pair(j, h);
-        kv_gemm_store_pair<T>(epi, row + 8 * h, col + 8 * j, v.x, v.y);
+        store_pair<T>(epi, row + 8 * h, col + 8 * j, v.x, v.y);
       }
   }
 }
+
+}  // namespace kv_gemm
 
 template <class Tr, class T, int ACC, int AT, int BT>
 __global__ void __launch_bounds__(Tr::THREADS, 1)
@@ -171,10 +178,10 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
   const int n_tiles = tiles_m * tiles_n, kblocks = (k + Tr::BK - 1) / Tr::BK;
   if (threadIdx.x == 0) {
     for (int s = 0; s < Tr::STAGES; ++s) {
-      kv_mbar_init(&full[s], 1);
-      kv_mbar_init(&empty[s], Tr::CONSUMERS * 4);
+      kv::ptx::mbarrier_init(&full[s], 1);
+      kv::ptx::mbarrier_init(&empty[s], Tr::CONSUMERS * 4);
     }
-    kv_mbar_init_fence();
+    kv::ptx::fence_mbarrier_init();
   }
   __syncthreads();
 
@@ -182,69 +189,69 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
   int s = 0;
   uint32_t phase = 0;
   if (wg == 0) {
-    kv_setmaxnreg_dec<Tr::PRODUCER_REGS>();
+    kv::ptx::setmaxnreg_dec<Tr::PRODUCER_REGS>();
     if (threadIdx.x == 0) {
       for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
         int tm, tn;
-        kv_wgmma_tile<Tr::GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+        kv_gemm::grouped_tile<Tr::GROUP_M>(t, tiles_m, tiles_n, tm, tn);
         for (int kb = 0; kb < kblocks; ++kb) {
-          kv_mbar_wait(&empty[s], phase ^ 1);
-          kv_mbar_arrive_expect_tx(&full[s], Tr::A_STAGE_BYTES + Tr::B_STAGE_BYTES);
+          kv::ptx::mbarrier_wait_parity(&empty[s], phase ^ 1);
+          kv::ptx::mbarrier_arrive_expect_tx(&full[s], Tr::A_STAGE_BYTES + Tr::B_STAGE_BYTES);
           T *a = sa + s * (Tr::BM * Tr::BK), *b = sb + s * (Tr::BN * Tr::BK);
           if (AT) {
 #pragma unroll
             for (int i = 0; i < Tr::BM / Tr::SWIZZLE_ELEMS; ++i)
-              kv_tma_load_2d(a + i * Tr::SWIZZLE_ELEMS * Tr::BK, &map_a, &full[s], tm * Tr::BM + i * Tr::SWIZZLE_ELEMS,
-                             kb * Tr::BK);
+              kv::ptx::tma_load_2d(a + i * Tr::SWIZZLE_ELEMS * Tr::BK, &map_a, &full[s],
+                                   tm * Tr::BM + i * Tr::SWIZZLE_ELEMS, kb * Tr::BK);
           } else {
-            kv_tma_load_2d(a, &map_a, &full[s], kb * Tr::BK, tm * Tr::BM);
+            kv::ptx::tma_load_2d(a, &map_a, &full[s], kb * Tr::BK, tm * Tr::BM);
           }
           if (BT) {
-            kv_tma_load_2d(b, &map_b, &full[s], kb * Tr::BK, tn * Tr::BN);
+            kv::ptx::tma_load_2d(b, &map_b, &full[s], kb * Tr::BK, tn * Tr::BN);
           } else {
 #pragma unroll
             for (int i = 0; i < Tr::BN / Tr::SWIZZLE_ELEMS; ++i)
-              kv_tma_load_2d(b + i * Tr::SWIZZLE_ELEMS * Tr::BK, &map_b, &full[s], tn * Tr::BN + i * Tr::SWIZZLE_ELEMS,
-                             kb * Tr::BK);
+              kv::ptx::tma_load_2d(b + i * Tr::SWIZZLE_ELEMS * Tr::BK, &map_b, &full[s],
+                                   tn * Tr::BN + i * Tr::SWIZZLE_ELEMS, kb * Tr::BK);
           }
           if (++s == Tr::STAGES) { s = 0; phase ^= 1; }
         }
       }
     }
   } else {
-    kv_setmaxnreg_inc<Tr::CONSUMER_REGS>();
+    kv::ptx::setmaxnreg_inc<Tr::CONSUMER_REGS>();
     const int c = wg - 1, lane = threadIdx.x % 32;
     /* This consumer's 64-row slice of the A stage: rows 64c.. (K-major) or chunk c (M-major). */
     const uint32_t a_off = AT ? c * Tr::SWIZZLE_ELEMS * Tr::BK * 2 : c * 64 * 128;
-    kv_wgmma_acc<Tr, T, ACC, AT, BT> acc;
+    kv_gemm::wgmma_acc<Tr, T, ACC, AT, BT> acc;
     for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
       int tm, tn;
-      kv_wgmma_tile<Tr::GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+      kv_gemm::grouped_tile<Tr::GROUP_M>(t, tiles_m, tiles_n, tm, tn);
       int prev = 0;
       for (int kb = 0; kb < kblocks; ++kb) {
-        kv_mbar_wait(&full[s], phase);
-        acc.kblock(kv_smem_addr(sa + s * (Tr::BM * Tr::BK)) + a_off, kv_smem_addr(sb + s * (Tr::BN * Tr::BK)),
-                   kb == 0);
+        kv::ptx::mbarrier_wait_parity(&full[s], phase);
+        acc.kblock(kv::ptx::smem_addr(sa + s * (Tr::BM * Tr::BK)) + a_off,
+                   kv::ptx::smem_addr(sb + s * (Tr::BN * Tr::BK)), kb == 0);
         if (acc.pipelined) {
           /* keep this k-block in flight; the previous one is done: free its stage */
           if (kb > 0) {
-            kv_wgmma_wait<1>();
-            if (lane == 0) kv_mbar_arrive(&empty[prev]);
+            kv::ptx::wgmma_wait_group<1>();
+            if (lane == 0) kv::ptx::mbarrier_arrive(&empty[prev]);
           }
         } else if (lane == 0) {
-          kv_mbar_arrive(&empty[s]);
+          kv::ptx::mbarrier_arrive(&empty[s]);
         }
         prev = s;
         if (++s == Tr::STAGES) { s = 0; phase ^= 1; }
       }
       if (acc.pipelined) {
-        kv_wgmma_wait<0>();
-        if (lane == 0) kv_mbar_arrive(&empty[prev]);
+        kv::ptx::wgmma_wait_group<0>();
+        if (lane == 0) kv::ptx::mbarrier_arrive(&empty[prev]);
       }
       acc.settle();
-      kv_wgmma_epilogue<Tr, T>(acc, epi, &map_d, tma_store, dsmem + c * (Tr::D_BYTES / Tr::CONSUMERS), c, tm, tn);
+      kv_gemm::wgmma_epilogue<Tr, T>(acc, epi, &map_d, tma_store, dsmem + c * (Tr::D_BYTES / Tr::CONSUMERS), c, tm, tn);
     }
-    if (Tr::EPI_TMA && tma_store && threadIdx.x % 128 == 0) kv_bulk_wait<0>(); /* stores done before exit */
+    if (Tr::EPI_TMA && tma_store && threadIdx.x % 128 == 0) kv::ptx::bulk_wait_group<0>(); /* stores done before exit */
   }
 #endif
 }
@@ -254,10 +261,10 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
 typedef void (*kv_wgmma_kernel_fn)(const CUtensorMap, const CUtensorMap, const CUtensorMap, const kv_gemm_epi,
                                    const int, const int);
 
-/* cuTensorMapEncodeTiled (gemm_sm90.cuh), its absence reported. */
+/* cuTensorMapEncodeTiled (kv::tma_encode_fn, families/device/sm90.cuh), its absence reported. */
 static inline kv_status kv_wgmma_encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn) {
   cudaError_t e;
-  *fn = kv_tma_encode_fn(&e);
+  *fn = kv::tma_encode_fn(&e);
   if (e == cudaErrorSymbolNotFound) {
     kv_report(__FILE__, __LINE__, "CUDA", "cuTensorMapEncodeTiled not found in the driver");
     return KV_ERR;

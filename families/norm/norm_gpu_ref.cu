@@ -1,8 +1,8 @@
-/* norm_reference.cu - the GPU fp64 reference of LayerNorm and RMSNorm over the whole output:
+/* norm_gpu_ref.cu - the GPU fp64 reference of LayerNorm and RMSNorm over the whole output:
  * one block per row, the storage-rounded inputs widened exactly to double, two-pass mean
- * and variance in double (block sums as in kv_block_sum), rstd = 1 / sqrt(var + eps) with
- * the case's eps in double, and per element the reference value and the magnitude term of
- * the tolerance, defined exactly as the CPU reference in families/norm_ref.c (the
+ * and variance in double (block sums as in kv_norm::block_sum), rstd = 1 / sqrt(var + eps)
+ * with the case's eps in double, and per element the reference value and the magnitude term of
+ * the tolerance, defined exactly as the CPU reference in families/norm/norm_cpu_ref.c (the
  * definition; the backend cross-checks the two on sampled rows):
  *   xhat = (x - mean) rstd, ref = xhat w + b (b = 0, mean = 0 for RMSNorm),
  *   mag = |w| (|xhat| + rstd sum|x| / n) for LayerNorm, |w| |xhat| for RMSNorm. */
@@ -15,29 +15,25 @@ constexpr int REF_BLOCK = 256;
 template <class T, bool LN>
 __global__ void __launch_bounds__(REF_BLOCK) norm_reference_kernel(kv_norm_params p, double eps, double *ref,
                                                                    double *mag) {
+  using S = kv_norm::storage<T>;
   __shared__ double red[REF_BLOCK / 32];
-  const size_t n = (size_t)p.hidden;
-  const size_t base = (size_t)blockIdx.x * n;
+  const size_t n = (size_t)p.hidden, base = (size_t)blockIdx.x * n;
   const double nd = (double)p.hidden;
 
   double mean = 0.0;
-  if constexpr (LN) {
-    double s = 0.0;
-    for (size_t j = threadIdx.x; j < n; j += REF_BLOCK) s += (double)kv_storage<T>::load(p.x, base + j);
-    mean = kv_block_sum<REF_BLOCK>(s, red) / nd;
-  }
+  if constexpr (LN) mean = kv_norm::block_mean<REF_BLOCK, T>(p, base, red);
   double q = 0.0, a = 0.0;
   for (size_t j = threadIdx.x; j < n; j += REF_BLOCK) {
-    const double x = (double)kv_storage<T>::load(p.x, base + j), d = x - mean;
+    const double x = (double)S::load(p.x, base + j), d = x - mean;
     q += d * d;
     a += fabs(x);
   }
-  const double var = kv_block_sum<REF_BLOCK>(q, red) / nd;
-  const double abs_mean = LN ? kv_block_sum<REF_BLOCK>(a, red) / nd : 0.0;
+  const double var = kv_norm::block_sum<REF_BLOCK>(q, red) / nd;
+  const double abs_mean = LN ? kv_norm::block_sum<REF_BLOCK>(a, red) / nd : 0.0;
   const double rstd = 1.0 / sqrt(var + eps);
   for (size_t j = threadIdx.x; j < n; j += REF_BLOCK) {
-    const double xhat = ((double)kv_storage<T>::load(p.x, base + j) - mean) * rstd;
-    const double w = (double)kv_storage<T>::load(p.w, j), b = LN ? (double)kv_storage<T>::load(p.b, j) : 0.0;
+    const double xhat = ((double)S::load(p.x, base + j) - mean) * rstd;
+    const double w = (double)S::load(p.w, j), b = LN ? (double)S::load(p.b, j) : 0.0;
     ref[base + j] = xhat * w + b;
     mag[base + j] = fabs(w) * (fabs(xhat) + rstd * abs_mean);
   }

@@ -1,5 +1,6 @@
 /* norm_kernels.cuh - the LayerNorm and RMSNorm kernels (templates; instantiated per storage
- * type in norm_fp16.cu, norm_bf16.cu and norm_fp32.cu).
+ * type in families/norm/inst/norm_fp16.cu, norm_bf16.cu and norm_fp32.cu) and their device
+ * helpers (namespace kv_norm).
  *
  * y = (x - mean) * rstd * w + b (LayerNorm) or x * rstd * w (RMSNorm), per row of n = hidden
  * elements; mean = sum(x) / n, var = sum((x - mean)^2) / n (two passes over the row, never
@@ -29,7 +30,7 @@
  * sums in warp order; correctly rounded divide and sqrt.
  *
  * Serial path (fp16/bf16 accumulation, the precision study): one thread per row performs
- * exactly the operation sequence of the cpu backend's model (families/norm.c): sums in
+ * exactly the operation sequence of the cpu backend's model (families/norm/norm.c): sums in
  * element order rounded to the accumulator after every add, mean and variance rounded to
  * it, d_j = acc(x_j - mean), no fused multiply-add, correctly rounded divide and sqrt; so
  * its output is bit-identical to the CPU emulation. It is slow (one thread walks its row three
@@ -41,10 +42,26 @@
 
 #include "families/norm/norm_api.h"
 
+namespace kv_norm {
+
+/* The place of this thread in a register-resident kernel: thread t of the TPR threads of row
+ * `row`, kv_norm_block(TPR) / TPR rows per block; rows past the last one (live false) still
+ * take part in the block's barriers. */
+struct row_thread {
+  int t;
+  long long row;
+  bool live;
+};
+template <int TPR>
+__device__ __forceinline__ row_thread row_thread_of(const kv_norm_params &p) {
+  const long long row = (long long)blockIdx.x * (kv_norm_block(TPR) / TPR) + threadIdx.x / TPR;
+  return {static_cast<int>(threadIdx.x % TPR), row, row < p.rows};
+}
+
 /* Sum over the TPR threads of a row; every thread of the row gets the same value. `red`
  * holds one float per warp of the block (only used when a row spans several warps). */
 template <int TPR>
-__device__ __forceinline__ float kv_row_sum(float v, float *red) {
+__device__ __forceinline__ float row_sum(float v, float *red) {
   constexpr int W = TPR < 32 ? TPR : 32;
 #pragma unroll
   for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -63,28 +80,26 @@ __device__ __forceinline__ float kv_row_sum(float v, float *red) {
 /* Mean of a row held as NV 16-byte vectors per thread (vectors and elements outside the row
  * hold zeros), in the first pass of the two-pass statistics. */
 template <class T, int TPR, int NV>
-__device__ __forceinline__ float kv_row_mean(const uint4 (&xv)[NV], float *red, float inv_hidden) {
-  constexpr int N = kv_storage<T>::N;
+__device__ __forceinline__ float row_mean(const uint4 (&xv)[NV], float *red, float inv_hidden) {
+  constexpr int N = storage<T>::N;
   float s = 0.0f;
 #pragma unroll
   for (int v = 0; v < NV; v++) {
     float f[N];
-    kv_unpack<T>(xv[v], f);
+    unpack_vec<T>(xv[v], f);
 #pragma unroll
     for (int e = 0; e < N; e++) s += f[e];
   }
-  return kv_row_sum<TPR>(s, red) * inv_hidden;
+  return row_sum<TPR>(s, red) * inv_hidden;
 }
+
+}  // namespace kv_norm
 
 template <class T, int TPR, int NV, bool LN>
 __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) kv_norm_fast(kv_norm_params p) {
-  constexpr int N = kv_storage<T>::N;
-  constexpr int BLOCK = kv_norm_block(TPR);
-  constexpr int RPB = BLOCK / TPR;
-  __shared__ float red[2][BLOCK / 32];
-  const int t = threadIdx.x % TPR;
-  const long long row = (long long)blockIdx.x * RPB + threadIdx.x / TPR;
-  const bool live = row < p.rows; /* dead rows of the last block still take part in barriers */
+  constexpr int N = kv_norm::storage<T>::N;
+  __shared__ float red[2][kv_norm_block(TPR) / 32];
+  const auto [t, row, live] = kv_norm::row_thread_of<TPR>(p);
   const int nvec = p.hidden / N;
   const size_t base = (size_t)(live ? row : 0) * (size_t)nvec;
   const uint4 *xr = static_cast<const uint4 *>(p.x) + base;
@@ -96,13 +111,13 @@ __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) k
     xv[v] = (live && j < nvec) ? __ldg(xr + j) : make_uint4(0u, 0u, 0u, 0u);
   }
 
-  const float mean = LN ? kv_row_mean<T, TPR, NV>(xv, red[0], p.inv_hidden) : 0.0f;
+  const float mean = LN ? kv_norm::row_mean<T, TPR, NV>(xv, red[0], p.inv_hidden) : 0.0f;
   float q = 0.0f;
 #pragma unroll
   for (int v = 0; v < NV; v++) {
     if (v * TPR + t < nvec) {
       float f[N];
-      kv_unpack<T>(xv[v], f);
+      kv_norm::unpack_vec<T>(xv[v], f);
 #pragma unroll
       for (int e = 0; e < N; e++) {
         const float d = f[e] - mean;
@@ -110,7 +125,7 @@ __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) k
       }
     }
   }
-  const float rstd = rsqrtf(fmaf(kv_row_sum<TPR>(q, red[1]), p.inv_hidden, p.eps));
+  const float rstd = rsqrtf(fmaf(kv_norm::row_sum<TPR>(q, red[1]), p.inv_hidden, p.eps));
 
   const uint4 *wr = static_cast<const uint4 *>(p.w);
   const uint4 *br = static_cast<const uint4 *>(p.b);
@@ -120,33 +135,30 @@ __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) k
     const int j = v * TPR + t;
     if (live && j < nvec) {
       float f[N], w[N], b[N];
-      kv_unpack<T>(xv[v], f);
-      kv_unpack<T>(__ldg(wr + j), w);
-      if constexpr (LN) kv_unpack<T>(__ldg(br + j), b);
+      kv_norm::unpack_vec<T>(xv[v], f);
+      kv_norm::unpack_vec<T>(__ldg(wr + j), w);
+      if constexpr (LN) kv_norm::unpack_vec<T>(__ldg(br + j), b);
 #pragma unroll
       for (int e = 0; e < N; e++) f[e] = LN ? fmaf((f[e] - mean) * rstd, w[e], b[e]) : (f[e] * rstd) * w[e];
-      yr[j] = kv_pack<T>(f);
+      yr[j] = kv_norm::pack_vec<T>(f);
     }
   }
 }
 
+namespace kv_norm {
+
 /* y of one element from x, the statistics (mean, rstd), w and b. */
 template <bool LN>
-__device__ __forceinline__ float kv_affine(float x, float2 st, float w, float b) {
+__device__ __forceinline__ float affine(float x, float2 st, float w, float b) {
   return LN ? fmaf((x - st.x) * st.y, w, b) : (x * st.y) * w;
 }
 
-/* Peeled path (any hidden). A row starts at element o = row * hidden, r = o mod N elements
- * past a 16-byte boundary; the thread takes the aligned vectors m = t, t + TPR, ... of the
- * nv_row vectors that hold the row. Whole vectors are loaded and stored as 16 bytes, the
- * (at most two) partial ones element by element with the missing elements zero; w and b of a
- * whole vector are shifted into line from the two aligned vectors around them
- * (kv_shift_vec), except at the end of w, where they are loaded element by element.
- * Reduction order as the fast path (vector order in the thread, butterfly, warps in order). */
+/* Elements lo .. lo + N - 1 of a row of n elements at base as one 16-byte vector, element by
+ * element; those outside [0, n) are zero. */
 template <class T>
-__device__ __forceinline__ uint4 kv_load_part(const void *base, long long lo, long long n) {
-  constexpr int N = kv_storage<T>::N;
-  using U = typename kv_storage<T>::bits;
+__device__ __forceinline__ uint4 load_part(const void *base, long long lo, long long n) {
+  constexpr int N = storage<T>::N;
+  using U = typename storage<T>::bits;
   const U *e = static_cast<const U *>(base);
   U u[N];
 #pragma unroll
@@ -157,21 +169,27 @@ __device__ __forceinline__ uint4 kv_load_part(const void *base, long long lo, lo
                       u[6] | (unsigned)u[7] << 16);
 }
 
+}  // namespace kv_norm
+
+/* Peeled path (any hidden). A row starts at element o = row * hidden, r = o mod N elements
+ * past a 16-byte boundary; the thread takes the aligned vectors m = t, t + TPR, ... of the
+ * nv_row vectors that hold the row. Whole vectors are loaded and stored as 16 bytes, the
+ * (at most two) partial ones element by element with the missing elements zero; w and b of a
+ * whole vector are shifted into line from the two aligned vectors around them
+ * (kv_norm::shift_vec), except at the end of w, where they are loaded element by element.
+ * Reduction order as the fast path (vector order in the thread, butterfly, warps in order). */
 template <class T, int TPR, int NV, bool LN>
 __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) kv_norm_peeled(kv_norm_params p) {
-  constexpr int N = kv_storage<T>::N;
-  constexpr int BLOCK = kv_norm_block(TPR);
-  constexpr int RPB = BLOCK / TPR;
-  __shared__ float red[2][BLOCK / 32];
-  const int t = threadIdx.x % TPR;
-  const long long row = (long long)blockIdx.x * RPB + threadIdx.x / TPR;
-  const bool live = row < p.rows;
+  using S = kv_norm::storage<T>;
+  constexpr int N = S::N;
+  __shared__ float red[2][kv_norm_block(TPR) / 32];
+  const auto [t, row, live] = kv_norm::row_thread_of<TPR>(p);
   const long long n = p.hidden;
   const size_t o = (size_t)(live ? row : 0) * (size_t)n;
   const int r = (int)(o % N);
   const int nv_row = (int)((r + n + N - 1) / N);
   const uint4 *xg = static_cast<const uint4 *>(p.x) + o / N;
-  const void *xrow = static_cast<const typename kv_storage<T>::bits *>(p.x) + o;
+  const void *xrow = static_cast<const typename S::bits *>(p.x) + o;
 
   uint4 xv[NV];
 #pragma unroll
@@ -179,11 +197,11 @@ __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) k
     const int m = v * TPR + t;
     const long long lo = (long long)m * N - r; /* row position of the vector's first element */
     if (!live || m >= nv_row) xv[v] = make_uint4(0u, 0u, 0u, 0u);
-    else if (lo >= 0 && lo + N <= n) xv[v] = kv_ld_stream(xg + m);
-    else xv[v] = kv_load_part<T>(xrow, lo, n);
+    else if (lo >= 0 && lo + N <= n) xv[v] = kv_norm::ld_stream(xg + m);
+    else xv[v] = kv_norm::load_part<T>(xrow, lo, n);
   }
 
-  const float mean = LN ? kv_row_mean<T, TPR, NV>(xv, red[0], p.inv_hidden) : 0.0f;
+  const float mean = LN ? kv_norm::row_mean<T, TPR, NV>(xv, red[0], p.inv_hidden) : 0.0f;
   float q = 0.0f;
 #pragma unroll
   for (int v = 0; v < NV; v++) {
@@ -191,7 +209,7 @@ __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) k
     const long long lo = (long long)m * N - r;
     if (m < nv_row) {
       float f[N];
-      kv_unpack<T>(xv[v], f);
+      kv_norm::unpack_vec<T>(xv[v], f);
 #pragma unroll
       for (int e = 0; e < N; e++) {
         const float d = (lo + e >= 0 && lo + e < n) ? f[e] - mean : 0.0f;
@@ -199,12 +217,12 @@ __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) k
       }
     }
   }
-  const float2 st = make_float2(mean, rsqrtf(fmaf(kv_row_sum<TPR>(q, red[1]), p.inv_hidden, p.eps)));
+  const float2 st = make_float2(mean, rsqrtf(fmaf(kv_norm::row_sum<TPR>(q, red[1]), p.inv_hidden, p.eps)));
 
   const uint4 *wg = static_cast<const uint4 *>(p.w);
   const uint4 *bg = static_cast<const uint4 *>(p.b);
   uint4 *yg = static_cast<uint4 *>(p.y) + o / N;
-  void *yrow = static_cast<typename kv_storage<T>::bits *>(p.y) + o;
+  void *yrow = static_cast<typename S::bits *>(p.y) + o;
 #pragma unroll
   for (int v = 0; v < NV; v++) {
     const int m = v * TPR + t;
@@ -212,30 +230,35 @@ __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) k
     if (!live || m >= nv_row) continue;
     const bool whole = lo >= 0 && lo + N <= n;
     float f[N], w[N], b[N];
-    kv_unpack<T>(xv[v], f);
+    kv_norm::unpack_vec<T>(xv[v], f);
     if (whole && (r == 0 || (long long)(m + 1) * N <= n)) { /* w vectors m - 1 and m exist */
-      kv_unpack<T>(r == 0 ? __ldg(wg + m) : kv_shift_vec<N>(__ldg(wg + m - 1), __ldg(wg + m), N - r), w);
-      if constexpr (LN) kv_unpack<T>(r == 0 ? __ldg(bg + m) : kv_shift_vec<N>(__ldg(bg + m - 1), __ldg(bg + m), N - r), b);
+      kv_norm::unpack_vec<T>(r == 0 ? __ldg(wg + m) : kv_norm::shift_vec<N>(__ldg(wg + m - 1), __ldg(wg + m), N - r),
+                             w);
+      if constexpr (LN)
+        kv_norm::unpack_vec<T>(r == 0 ? __ldg(bg + m) : kv_norm::shift_vec<N>(__ldg(bg + m - 1), __ldg(bg + m), N - r),
+                               b);
     } else {
-      kv_unpack<T>(kv_load_part<T>(p.w, lo, n), w);
-      if constexpr (LN) kv_unpack<T>(kv_load_part<T>(p.b, lo, n), b);
+      kv_norm::unpack_vec<T>(kv_norm::load_part<T>(p.w, lo, n), w);
+      if constexpr (LN) kv_norm::unpack_vec<T>(kv_norm::load_part<T>(p.b, lo, n), b);
     }
 #pragma unroll
-    for (int e = 0; e < N; e++) f[e] = kv_affine<LN>(f[e], st, w[e], LN ? b[e] : 0.0f);
+    for (int e = 0; e < N; e++) f[e] = kv_norm::affine<LN>(f[e], st, w[e], LN ? b[e] : 0.0f);
     if (whole) {
-      kv_st_stream(yg + m, kv_pack<T>(f));
+      kv_norm::st_stream(yg + m, kv_norm::pack_vec<T>(f));
     } else {
 #pragma unroll
       for (int e = 0; e < N; e++)
-        if (lo + e >= 0 && lo + e < n) kv_storage<T>::store(yrow, (size_t)(lo + e), f[e]);
+        if (lo + e >= 0 && lo + e < n) S::store(yrow, (size_t)(lo + e), f[e]);
     }
   }
 }
 
+namespace kv_norm {
+
 /* Block-wide sum for the general path and the reference: butterfly in each warp, then the
  * warp sums in warp order. Ends with a barrier, so `red` can be reused by the next call. */
 template <int BLOCK, class V>
-__device__ __forceinline__ V kv_block_sum(V v, V *red) {
+__device__ __forceinline__ V block_sum(V v, V *red) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
@@ -247,36 +270,46 @@ __device__ __forceinline__ V kv_block_sum(V v, V *red) {
   return v;
 }
 
+/* Mean of the row of x that starts at element base (p.hidden elements), one block of BLOCK
+ * threads, in V (float, or double for the reference): thread t adds elements t, t + BLOCK,
+ * ... in order, then block_sum. */
+template <int BLOCK, class T, class V>
+__device__ __forceinline__ V block_mean(const kv_norm_params &p, size_t base, V *red) {
+  const size_t n = (size_t)p.hidden;
+  V s = 0;
+  for (size_t j = threadIdx.x; j < n; j += BLOCK) s += (V)storage<T>::load(p.x, base + j);
+  return block_sum<BLOCK>(s, red) / (V)p.hidden;
+}
+
+}  // namespace kv_norm
+
 template <class T, bool LN>
 __global__ void __launch_bounds__(KV_NORM_GENERAL_BLOCK) kv_norm_general(kv_norm_params p) {
+  using S = kv_norm::storage<T>;
   constexpr int B = KV_NORM_GENERAL_BLOCK;
   __shared__ float red[B / 32];
-  const size_t n = (size_t)p.hidden;
-  const size_t base = (size_t)blockIdx.x * n;
+  const size_t n = (size_t)p.hidden, base = (size_t)blockIdx.x * n;
   const float nf = (float)p.hidden;
 
   float mean = 0.0f;
-  if constexpr (LN) {
-    float s = 0.0f;
-    for (size_t j = threadIdx.x; j < n; j += B) s += kv_storage<T>::load(p.x, base + j);
-    mean = kv_block_sum<B>(s, red) / nf;
-  }
+  if constexpr (LN) mean = kv_norm::block_mean<B, T>(p, base, red);
   float q = 0.0f;
   for (size_t j = threadIdx.x; j < n; j += B) {
-    const float d = kv_storage<T>::load(p.x, base + j) - mean;
+    const float d = S::load(p.x, base + j) - mean;
     q = fmaf(d, d, q);
   }
-  const float rstd = 1.0f / sqrtf(kv_block_sum<B>(q, red) / nf + p.eps);
+  const float rstd = 1.0f / sqrtf(kv_norm::block_sum<B>(q, red) / nf + p.eps);
   for (size_t j = threadIdx.x; j < n; j += B) {
-    const float x = kv_storage<T>::load(p.x, base + j), w = kv_storage<T>::load(p.w, j);
-    const float y = LN ? fmaf((x - mean) * rstd, w, kv_storage<T>::load(p.b, j)) : (x * rstd) * w;
-    kv_storage<T>::store(p.y, base + j, y);
+    const float x = S::load(p.x, base + j), w = S::load(p.w, j);
+    const float y = LN ? fmaf((x - mean) * rstd, w, S::load(p.b, j)) : (x * rstd) * w;
+    S::store(p.y, base + j, y);
   }
 }
 
 /* The cpu backend's operation sequence, one thread per row (see the header). */
 template <class T, class Acc, bool LN>
 __global__ void __launch_bounds__(KV_NORM_SERIAL_BLOCK) kv_norm_serial(kv_norm_params p) {
+  using S = kv_norm::storage<T>;
   const long long row = (long long)blockIdx.x * KV_NORM_SERIAL_BLOCK + threadIdx.x;
   if (row >= p.rows) return;
   const size_t n = (size_t)p.hidden, base = (size_t)row * n;
@@ -284,21 +317,21 @@ __global__ void __launch_bounds__(KV_NORM_SERIAL_BLOCK) kv_norm_serial(kv_norm_p
   float mean = 0.0f;
   if constexpr (LN) {
     float s = 0.0f;
-    for (size_t j = 0; j < n; j++) s = Acc::r(__fadd_rn(s, kv_storage<T>::load(p.x, base + j)));
+    for (size_t j = 0; j < n; j++) s = Acc::r(__fadd_rn(s, S::load(p.x, base + j)));
     mean = Acc::r(__fdiv_rn(s, nf));
   }
   float q = 0.0f;
   for (size_t j = 0; j < n; j++) {
-    const float x = kv_storage<T>::load(p.x, base + j), d = LN ? Acc::r(__fsub_rn(x, mean)) : x;
+    const float x = S::load(p.x, base + j), d = LN ? Acc::r(__fsub_rn(x, mean)) : x;
     q = Acc::r(__fadd_rn(q, __fmul_rn(d, d)));
   }
   const float var = Acc::r(__fdiv_rn(q, nf));
   const float rstd = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, p.eps)));
   for (size_t j = 0; j < n; j++) {
-    const float x = kv_storage<T>::load(p.x, base + j), w = kv_storage<T>::load(p.w, j);
-    const float y = LN ? __fadd_rn(__fmul_rn(__fmul_rn(__fsub_rn(x, mean), rstd), w), kv_storage<T>::load(p.b, j))
+    const float x = S::load(p.x, base + j), w = S::load(p.w, j);
+    const float y = LN ? __fadd_rn(__fmul_rn(__fmul_rn(__fsub_rn(x, mean), rstd), w), S::load(p.b, j))
                        : __fmul_rn(__fmul_rn(x, rstd), w);
-    kv_storage<T>::store(p.y, base + j, y);
+    S::store(p.y, base + j, y);
   }
 }
 

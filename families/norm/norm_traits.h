@@ -1,9 +1,10 @@
 /* norm_traits.h - what the LayerNorm/RMSNorm kernels share: the kernel parameter block and
  * kernel handle, the table of register-resident kernel shapes (threads per row x 16-byte
- * vectors per thread x kind), storage traits (16-byte vector <-> float conversions with
- * round-to-nearest-even, streaming loads and stores) and the narrow accumulators (fp16/bf16
- * rounding after every operation). The kernels are in norm_kernels.cuh, their instantiations
- * in inst/norm_<storage>.cu, the host API in norm_api.h. CUDA C++ only. */
+ * vectors per thread x kind), and in namespace kv_norm the device traits: storage (16-byte
+ * vector <-> float conversions with round-to-nearest-even), streaming loads and stores, and
+ * the narrow accumulators (fp16/bf16 rounding after every operation). The kernels are in
+ * norm_kernels.cuh, their instantiations in inst/norm_<storage>.cu, the host API in
+ * norm_api.h. CUDA C++ only. */
 #ifndef KVAL_NORM_TRAITS_H
 #define KVAL_NORM_TRAITS_H
 
@@ -72,14 +73,16 @@ __host__ __device__ constexpr int kv_norm_block(int tpr) { return tpr < 128 ? 12
  * (With the block size alone, ptxas picked tighter budgets and spilled a few bytes.) */
 __host__ __device__ constexpr int kv_norm_min_blocks(int tpr) { return kv_norm_block(tpr) >= 512 ? 1 : 512 / kv_norm_block(tpr); }
 
-/* ---- device traits ---- */
+/* ---- device traits (kv_norm) ---- */
+
+namespace kv_norm {
 
 /* Storage: a 16-byte vector <-> N floats; scalar load/store. Stores round to nearest even. */
 template <class T>
-struct kv_storage;
+struct storage;
 
 template <>
-struct kv_storage<__half> {
+struct storage<__half> {
   static constexpr int N = 8;
   using bits = unsigned short;
   static __device__ __forceinline__ float2 pair(unsigned u) {
@@ -102,7 +105,7 @@ struct kv_storage<__half> {
 };
 
 template <>
-struct kv_storage<__nv_bfloat16> {
+struct storage<__nv_bfloat16> {
   static constexpr int N = 8;
   using bits = unsigned short;
   static __device__ __forceinline__ float2 pair(unsigned u) {
@@ -123,7 +126,7 @@ struct kv_storage<__nv_bfloat16> {
 };
 
 template <>
-struct kv_storage<float> {
+struct storage<float> {
   static constexpr int N = 4;
   using bits = unsigned;
   static __device__ __forceinline__ float load(const void *p, size_t i) { return static_cast<const float *>(p)[i]; }
@@ -132,39 +135,39 @@ struct kv_storage<float> {
 
 /* The N floats of a 16-byte vector, and back. */
 template <class T>
-__device__ __forceinline__ void kv_unpack(const uint4 &v, float (&f)[kv_storage<T>::N]) {
-  if constexpr (kv_storage<T>::N == 4) {
+__device__ __forceinline__ void unpack_vec(const uint4 &v, float (&f)[storage<T>::N]) {
+  if constexpr (storage<T>::N == 4) {
     f[0] = __uint_as_float(v.x), f[1] = __uint_as_float(v.y), f[2] = __uint_as_float(v.z), f[3] = __uint_as_float(v.w);
   } else {
     const unsigned u[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-      float2 p = kv_storage<T>::pair(u[k]);
+      float2 p = storage<T>::pair(u[k]);
       f[2 * k] = p.x, f[2 * k + 1] = p.y;
     }
   }
 }
 
 template <class T>
-__device__ __forceinline__ uint4 kv_pack(const float (&f)[kv_storage<T>::N]) {
-  if constexpr (kv_storage<T>::N == 4) {
+__device__ __forceinline__ uint4 pack_vec(const float (&f)[storage<T>::N]) {
+  if constexpr (storage<T>::N == 4) {
     return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]), __float_as_uint(f[3]));
   } else {
-    return make_uint4(kv_storage<T>::pack(f[0], f[1]), kv_storage<T>::pack(f[2], f[3]), kv_storage<T>::pack(f[4], f[5]),
-                      kv_storage<T>::pack(f[6], f[7]));
+    return make_uint4(storage<T>::pack(f[0], f[1]), storage<T>::pack(f[2], f[3]), storage<T>::pack(f[4], f[5]),
+                      storage<T>::pack(f[6], f[7]));
   }
 }
 
 /* Streaming access to data touched once: x through the non-coherent path without L1
  * allocation (x is never written by the kernel), y with the evict-first store. */
-__device__ __forceinline__ uint4 kv_ld_stream(const uint4 *p) {
+__device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
       : "l"(p));
   return v;
 }
-__device__ __forceinline__ void kv_st_stream(uint4 *p, const uint4 &v) {
+__device__ __forceinline__ void st_stream(uint4 *p, const uint4 &v) {
   asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                : "memory");
 }
@@ -174,7 +177,7 @@ __device__ __forceinline__ void kv_st_stream(uint4 *p, const uint4 &v) {
  * boundary, from the two aligned vectors around it. Word selection by compares (no local
  * memory), then a half-word shift for 2-byte elements. */
 template <int N>
-__device__ __forceinline__ uint4 kv_shift_vec(const uint4 &a, const uint4 &b, int s) {
+__device__ __forceinline__ uint4 shift_vec(const uint4 &a, const uint4 &b, int s) {
   const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
   const int q = N == 8 ? s >> 1 : s; /* whole words to skip: 0..3 */
   unsigned o[5];
@@ -193,11 +196,13 @@ __device__ __forceinline__ uint4 kv_shift_vec(const uint4 &a, const uint4 &b, in
 
 /* Narrow accumulators: r() rounds a float result to the accumulator type (RNE) and widens it
  * back, as kv_acc_round() does on the host. */
-struct kv_acc_fp16 {
+struct acc_fp16 {
   static __device__ __forceinline__ float r(float v) { return __half2float(__float2half_rn(v)); }
 };
-struct kv_acc_bf16 {
+struct acc_bf16 {
   static __device__ __forceinline__ float r(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 };
+
+}  // namespace kv_norm
 
 #endif

@@ -1,4 +1,4 @@
-/* gemm_mma_f16.cu - kval-mma instantiated for fp16 storage: precisions fp16:fp32 and
+/* gemm_mma_fp16.cu - kval-mma instantiated for fp16 storage: precisions fp16:fp32 and
  * fp16:fp16 (layouts nn, tn, nt). */
 #include "families/gemm/gemm_mma.cuh"
 

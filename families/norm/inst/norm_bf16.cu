@@ -1,7 +1,8 @@
-/* norm_bf16.cu - LayerNorm/RMSNorm kernels instantiated for bf16 storage: fast path (fp32
- * accumulation) and general path (fp32 or bf16 accumulation). One file per storage type. */
+/* norm_bf16.cu - LayerNorm/RMSNorm kernels instantiated for bf16 storage: fast, peeled and
+ * general paths (fp32 accumulation) and the serial path (bf16 accumulation). One file per
+ * storage type. */
 #include "families/norm/norm_kernels.cuh"
 
 kv_norm_kernel kv_norm_kernel_bf16(bool layernorm, kv_dtype accum, int config) {
-  return kv_norm_kernel_of<__nv_bfloat16, kv_acc_bf16, KV_BF16>(layernorm, accum, config);
+  return kv_norm_kernel_of<__nv_bfloat16, kv_norm::acc_bf16, KV_BF16>(layernorm, accum, config);
 }
