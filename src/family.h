@@ -91,7 +91,7 @@ typedef struct {
 } kv_kernel_resources;
 
 typedef kv_status (*kv_reference_fn)(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
-                                     double *ref, double *mag, double *aux_ref);
+                                     double *ref, double *mag, double *aux_ref, double *aux_mag);
 
 struct kv_cuda_family; /* family_cuda.h */
 
@@ -111,10 +111,17 @@ typedef struct kv_family {
   /* 1 when the GPU kernel of the case must reproduce the emulation bit for bit (the precision
    * model is exact there, e.g. CUDA-core reductions in a 16-bit accumulator); NULL: never. */
   int (*emulation_exact)(const kv_case *c);
+  /* 1 when the case's output must be free of rounding bias: rounded to nearest from an
+   * accumulation whose own error has no systematic sign (e.g. fp32 accumulation of sums of
+   * mixed signs, where the tensor cores' truncation averages out); the rounding-bias verdict
+   * judges it. NULL: never (a reduced accumulator, or same-sign sums whose truncation bias is
+   * part of the precision model). */
+  int (*unbiased)(const kv_case *c);
 
   /* fp64 reference on the rounded inputs, for the listed output rows (rows of kv_cost):
-   * ref and mag hold n_rows * row_len values, aux_ref (may be NULL) the auxiliary output of
-   * those rows (one value per row for fa2's LSE). */
+   * ref and mag hold n_rows * row_len values, aux_ref and aux_mag (may be NULL) the auxiliary
+   * output of those rows and the magnitude term of its bound (one value per row for fa2's LSE;
+   * the auxiliary output passes within c2 * aux_mag of aux_ref). */
   kv_reference_fn reference;
   /* The same reference with double-double accumulation: the tests judge the fp64 one with it
    * on ill-conditioned inputs. */

@@ -20,9 +20,11 @@ typedef struct kv_cuda_family {
   kv_status (*prepare)(const kv_case *c, void *const *d_in, void *const *d_out, void **problem, const char **why);
   /* One launch of the kernel on `stream` (a cudaStream_t), checked. */
   kv_status (*launch)(const void *problem, void *stream);
-  /* fp64 reference over the whole output: d_ref, d_mag (out count doubles each) and
-   * d_aux_ref (rows doubles, or NULL when the family has no auxiliary output). */
-  kv_status (*reference)(const void *problem, double *d_ref, double *d_mag, double *d_aux_ref, void *stream);
+  /* fp64 reference over the whole output: d_ref, d_mag (out count doubles each), d_aux_ref and
+   * d_aux_mag (rows doubles each, or NULL when the family has no auxiliary output). Enqueued on
+   * `stream` without waiting for it (the backend waits with its watchdog). */
+  kv_status (*reference)(const void *problem, double *d_ref, double *d_mag, double *d_aux_ref, double *d_aux_mag,
+                         void *stream);
   /* Resources of the kernel variant the problem launches (-1 where unknown, e.g. cuBLAS). */
   kv_status (*resources)(const void *problem, kv_kernel_resources *r);
   void (*release)(void *problem);

@@ -130,6 +130,9 @@ static void fa2_tensors(const kv_case *c, kv_tensors *t) {
   kv_spec_out(&t->out[1], "lse", KV_FP32, bh * (size_t)d.seqlen);
 }
 
+/* fp32 accumulation, P rounded to nearest: the output's errors have no systematic sign. */
+static int fa2_unbiased(const kv_case *c) { return c->prec.accum == KV_FP32; }
+
 const kv_family kv_family_fa2 = {
     .name = "fa2",
     .summary = "FlashAttention-2 forward (blocked online softmax on tensor cores), output and row LSE",
@@ -139,6 +142,7 @@ const kv_family kv_family_fa2 = {
     .cost = fa2_cost,
     .tensors = fa2_tensors,
     .emulate = kv_fa2_emulate,
+    .unbiased = fa2_unbiased,
     .reference = kv_fa2_cpu_reference,
     .reference_dd = kv_fa2_cpu_reference_dd,
     .cuda = KV_CUDA_FAMILY(kv_cuda_fa2),

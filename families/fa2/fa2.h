@@ -36,9 +36,9 @@ double kv_fa2_mag_rho(const kv_case *c);
 
 kv_status kv_fa2_emulate(const kv_case *c, void *const *in, void *const *out);
 kv_status kv_fa2_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows, double *ref,
-                           double *mag, double *aux_ref);
+                           double *mag, double *aux_ref, double *aux_mag);
 kv_status kv_fa2_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
-                              double *ref, double *mag, double *aux_ref);
+                              double *ref, double *mag, double *aux_ref, double *aux_mag);
 
 #ifdef __cplusplus
 }

@@ -55,14 +55,16 @@ kv_status kv_fa2_resources(int variant, int headdim, kv_precision prec, int caus
 
 /* GPU fp64 reference (fa2_gpu_ref.cu), the definition of fa2_cpu_ref.c evaluated with cuBLAS
  * DGEMM: ref = O [batch, seqlen_q, heads, D], mag the magnitude term of the same shape,
- * lse [batch, seqlen_q, heads] (may be NULL), all fp64 on the device. */
+ * lse [batch, seqlen_q, heads] and its magnitude term lse_mag (either may be NULL), all fp64 on
+ * the device. */
 struct kv_fa2_ref_args {
   const void *q, *k, *v; /* storage type `store` */
   kv_dtype store;        /* fp16 or bf16 */
+  kv_dtype accum;        /* the kernel's accumulator (the LSE's magnitude term uses its unit roundoff) */
   long long batch, heads, seqlen_q, seqlen_k, headdim;
   int causal;
   double scale, rho; /* softmax scale; rho of the magnitude term (kv_fa2_mag_rho) */
-  double *ref, *mag, *lse;
+  double *ref, *mag, *lse, *lse_mag;
 };
 /* Device workspace the reference allocates for a problem (bytes). */
 size_t kv_fa2_gpu_reference_workspace(const kv_fa2_ref_args &r);

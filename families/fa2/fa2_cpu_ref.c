@@ -1,8 +1,9 @@
-/* fa2_ref.c - fp64 CPU reference of the fa2 family on the rounded inputs, row by row (row
+/* fa2_cpu_ref.c - fp64 CPU reference of the fa2 family on the rounded inputs, row by row (row
  * r = (b * seqlen + i) * heads + h), and its double-double twin for the tests.
  *   s_j = scale * sum_k q_k k_jk over the visible keys j <= last(i); m = max s_j;
  *   P_j = exp(s_j - m) / l with l = sum_j exp(s_j - m); o_d = sum_j P_j v_jd;
- *   lse = m + log(l) (natural log); a fully masked row has o = 0, mag = 0, lse = -inf.
+ *   lse = m + log(l) (natural log); a fully masked row has o = 0, mag = 0, lse = -inf; the
+ *   LSE's magnitude term is kv_fa2_lse_mag() (fa2_reference.h).
  * Magnitude term of element d (the tolerance multiplies it by c2 sqrt(K) u_acc):
  *   mag_d = sum_j P_j |v_jd| (1 + scale * sum_k |q_k k_jk| + rho)
  * The first term bounds the accumulation of P V, the second the effect of the score errors
@@ -16,11 +17,12 @@
 #include "families/kit.h"
 #include "numerics/dd.h"
 #include "families/fa2/fa2.h"
+#include "families/fa2/fa2_reference.h"
 
 typedef struct {
   kv_fa2_dims d;
   kv_dtype st;
-  double rho;
+  double rho, u_acc;
   double *q, *kr;     /* the query row, one key or value row */
   double *s, *slo, *a; /* per key: score (and its low part in double-double), scale * sum |q k| */
   kv_dd *acc;          /* double-double P V accumulators */
@@ -30,6 +32,7 @@ static kv_status ref_alloc(ref_work *w, const kv_case *c) {
   kv_fa2_dims_of(c, &w->d);
   w->st = c->prec.storage;
   w->rho = kv_fa2_mag_rho(c);
+  w->u_acc = kv_dtype_unit_roundoff(c->prec.accum);
   size_t hd = (size_t)w->d.headdim, lk = (size_t)w->d.seqlen_k;
   w->q = KV_MALLOC((2 * hd + 3 * lk) * sizeof(double));
   w->acc = KV_MALLOC(hd * sizeof(kv_dd));
@@ -61,8 +64,8 @@ static void decode_row(const kv_fa2_dims *d, size_t r, long long *b, long long *
   *b = (long long)(r / ((size_t)d->heads * (size_t)d->seqlen));
 }
 
-/* One row in plain fp64: fills o[hd], mag[hd], returns lse. */
-static double ref_row(ref_work *w, const void *const *in, size_t r, double *o, double *mag) {
+/* One row in plain fp64: fills o[hd], mag[hd] and the LSE's magnitude term, returns lse. */
+static double ref_row(ref_work *w, const void *const *in, size_t r, double *o, double *mag, double *lmag) {
   const kv_fa2_dims *d = &w->d;
   size_t hd = (size_t)d->headdim;
   long long b, i, h;
@@ -70,6 +73,7 @@ static double ref_row(ref_work *w, const void *const *in, size_t r, double *o, d
   long long n = kv_fa2_last_key(d, i) + 1;
   memset(o, 0, hd * sizeof(double));
   memset(mag, 0, hd * sizeof(double));
+  *lmag = 0.0;
   if (n <= 0) return -INFINITY;
   kv_to_double(in[0], w->st, row_offset(d, b, d->seqlen, i, h), hd, w->q);
   double m = -INFINITY;
@@ -85,10 +89,11 @@ static double ref_row(ref_work *w, const void *const *in, size_t r, double *o, d
     w->a[j] = d->scale * abs_dot;
     if (w->s[j] > m) m = w->s[j];
   }
-  double l = 0.0;
+  double l = 0.0, abar = 0.0;
   for (long long j = 0; j < n; j++) {
     double p = exp(w->s[j] - m), pm = p * (1.0 + w->a[j] + w->rho);
     l += p;
+    abar += p * w->a[j];
     kv_to_double(in[2], w->st, row_offset(d, b, d->seqlen_k, j, h), hd, w->kr);
     for (size_t k = 0; k < hd; k++) {
       o[k] += p * w->kr[k];
@@ -99,11 +104,13 @@ static double ref_row(ref_work *w, const void *const *in, size_t r, double *o, d
     o[k] /= l;
     mag[k] /= l;
   }
-  return m + log(l);
+  const double lse = m + log(l);
+  *lmag = kv_fa2_lse_mag(abar / l, m, lse, (double)n, (double)hd, w->u_acc);
+  return lse;
 }
 
 /* The same row with double-double scores, row sum and P V. */
-static double ref_row_dd(ref_work *w, const void *const *in, size_t r, double *o, double *mag) {
+static double ref_row_dd(ref_work *w, const void *const *in, size_t r, double *o, double *mag, double *lmag) {
   const kv_fa2_dims *d = &w->d;
   size_t hd = (size_t)d->headdim;
   long long b, i, h;
@@ -111,6 +118,7 @@ static double ref_row_dd(ref_work *w, const void *const *in, size_t r, double *o
   long long n = kv_fa2_last_key(d, i) + 1;
   memset(o, 0, hd * sizeof(double));
   memset(mag, 0, hd * sizeof(double));
+  *lmag = 0.0;
   if (n <= 0) return -INFINITY;
   kv_to_double(in[0], w->st, row_offset(d, b, d->seqlen, i, h), hd, w->q);
   double m = -INFINITY;
@@ -129,11 +137,13 @@ static double ref_row_dd(ref_work *w, const void *const *in, size_t r, double *o
     if (s.hi > m) m = s.hi;
   }
   kv_dd l = kv_dd_zero;
+  double abar = 0.0;
   for (size_t k = 0; k < hd; k++) w->acc[k] = kv_dd_zero;
   for (long long j = 0; j < n; j++) {
     double p = exp(kv_dd_value(kv_dd_add(kv_dd_two_sum(w->s[j], -m), w->slo[j])));
     double pm = p * (1.0 + w->a[j] + w->rho);
     l = kv_dd_add(l, p);
+    abar += p * w->a[j];
     kv_to_double(in[2], w->st, row_offset(d, b, d->seqlen_k, j, h), hd, w->kr);
     for (size_t k = 0; k < hd; k++) {
       w->acc[k] = kv_dd_add_prod(w->acc[k], p, w->kr[k]);
@@ -144,13 +154,15 @@ static double ref_row_dd(ref_work *w, const void *const *in, size_t r, double *o
     o[k] = kv_dd_quotient(w->acc[k], l);
     mag[k] /= kv_dd_value(l);
   }
-  return m + log(kv_dd_value(l));
+  const double lse = m + log(kv_dd_value(l));
+  *lmag = kv_fa2_lse_mag(abar / kv_dd_value(l), m, lse, (double)n, (double)hd, w->u_acc);
+  return lse;
 }
 
-typedef double (*row_fn)(ref_work *, const void *const *, size_t, double *, double *);
+typedef double (*row_fn)(ref_work *, const void *const *, size_t, double *, double *, double *);
 
 static kv_status run_rows(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows, double *ref,
-                          double *mag, double *aux_ref, row_fn fn) {
+                          double *mag, double *aux_ref, double *aux_mag, row_fn fn) {
   ref_work w;
   KV_TRY(ref_alloc(&w, c));
   size_t hd = (size_t)w.d.headdim;
@@ -160,19 +172,21 @@ static kv_status run_rows(const kv_case *c, const void *const *in, const size_t 
     return KV_ERR;
   }
   for (size_t r = 0; r < n_rows; r++) {
-    double lse = fn(&w, in, rows[r], ref + r * hd, mag + r * hd);
+    double lmag;
+    const double lse = fn(&w, in, rows[r], ref + r * hd, mag + r * hd, &lmag);
     if (aux_ref) aux_ref[r] = lse;
+    if (aux_mag) aux_mag[r] = lmag;
   }
   ref_free(&w);
   return KV_OK;
 }
 
 kv_status kv_fa2_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows, double *ref,
-                           double *mag, double *aux_ref) {
-  return run_rows(c, in, rows, n_rows, ref, mag, aux_ref, ref_row);
+                               double *mag, double *aux_ref, double *aux_mag) {
+  return run_rows(c, in, rows, n_rows, ref, mag, aux_ref, aux_mag, ref_row);
 }
 
-kv_status kv_fa2_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows,
-                                       size_t n_rows, double *ref, double *mag, double *aux_ref) {
-  return run_rows(c, in, rows, n_rows, ref, mag, aux_ref, ref_row_dd);
+kv_status kv_fa2_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
+                                  double *ref, double *mag, double *aux_ref, double *aux_mag) {
+  return run_rows(c, in, rows, n_rows, ref, mag, aux_ref, aux_mag, ref_row_dd);
 }

@@ -51,6 +51,7 @@ static kv_status fa2_prepare(const kv_case *c, void *const *d_in, void *const *d
   f->r.k = d_in[1];
   f->r.v = d_in[2];
   f->r.store = c->prec.storage;
+  f->r.accum = c->prec.accum;
   f->r.batch = d.batch;
   f->r.heads = d.heads;
   f->r.seqlen_q = d.seqlen;
@@ -71,11 +72,13 @@ static kv_status fa2_launch(const void *problem, void *stream) {
   return KV_REFUSED(st, why, "fa2");
 }
 
-static kv_status fa2_reference(const void *problem, double *d_ref, double *d_mag, double *d_aux_ref, void *stream) {
+static kv_status fa2_reference(const void *problem, double *d_ref, double *d_mag, double *d_aux_ref,
+                               double *d_aux_mag, void *stream) {
   kv_fa2_ref_args r = static_cast<const fa2_case *>(problem)->r;
   r.ref = d_ref;
   r.mag = d_mag;
   r.lse = d_aux_ref;
+  r.lse_mag = d_aux_mag;
   return kv_fa2_gpu_reference(r, static_cast<cudaStream_t>(stream));
 }
 

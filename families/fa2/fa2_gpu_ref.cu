@@ -3,7 +3,8 @@
  * of query rows:
  *   S = scale * Q K^T and A = scale * |Q| |K|^T   (DGEMM, keys up to the chunk's last visible one)
  *   per row: m = max over visible keys of S, p_j = exp(S_j - m) (0 for masked keys),
- *            l = sum p_j, w_j = p_j (1 + A_j + rho), lse = m + log(l) (-inf when no key is visible)
+ *            l = sum p_j, w_j = p_j (1 + A_j + rho), lse = m + log(l) (-inf when no key is visible),
+ *            the LSE's magnitude term kv_fa2_lse_mag(sum_j P_j A_j, m, lse, n, D, u_acc)
  *   O = P V / l, mag = W |V| / l                    (DGEMM straight into the output layout)
  * Inputs are widened exactly from fp16/bf16 to fp64. A fully masked row has O = 0, mag = 0. */
 #include <cublas_v2.h>
@@ -14,6 +15,7 @@
 
 #include "core/cublas_check.h"
 #include "families/fa2/fa2_api.h"
+#include "families/fa2/fa2_reference.h"
 
 namespace {
 
@@ -54,12 +56,19 @@ __device__ double block_reduce(double v, bool is_max, double *scratch) {
 }
 
 /* One block per query row ii of the chunk: S row -> P, A row -> W over the chunk's nk keys,
- * l and the LSE. */
-__global__ void __launch_bounds__(kRowThreads) softmax_rows(double *S, double *A, double *l_out, double *lse,
-                                                            long long ld, long long nk, long long lq, long long lk,
-                                                            int causal,
-                                                            long long b, long long h, long long heads,
-                                                            long long row0, double rho) {
+ * l, the LSE and its magnitude term (fa2_reference.h). */
+struct softmax_args {
+  double *S, *A, *l_out, *lse, *lse_mag;
+  long long ld, nk, lq, lk, b, h, heads, row0, headdim;
+  int causal;
+  double rho, u_acc;
+};
+
+__global__ void __launch_bounds__(kRowThreads) softmax_rows(softmax_args g) {
+  double *const S = g.S, *const A = g.A;
+  const long long ld = g.ld, nk = g.nk, lq = g.lq, lk = g.lk, b = g.b, h = g.h, heads = g.heads, row0 = g.row0;
+  const int causal = g.causal;
+  const double rho = g.rho;
   __shared__ double scratch[kRowThreads / 32];
   const long long ii = blockIdx.x, i = row0 + ii;
   const long long last = causal ? i + lk - lq : lk - 1;
@@ -68,17 +77,23 @@ __global__ void __launch_bounds__(kRowThreads) softmax_rows(double *S, double *A
   double m = -INFINITY;
   for (long long j = threadIdx.x; j < n; j += kRowThreads) m = fmax(m, s[j]);
   m = block_reduce(m, true, scratch);
-  double l = 0.0;
+  double l = 0.0, abar = 0.0;
   for (long long j = threadIdx.x; j < nk; j += kRowThreads) {
     const double p = j < n ? exp(s[j] - m) : 0.0;
     l += p;
+    abar += p * a[j];
     a[j] = j < n ? p * (1.0 + a[j] + rho) : 0.0;
     s[j] = p;
   }
   l = block_reduce(l, false, scratch);
+  abar = block_reduce(abar, false, scratch);
   if (threadIdx.x == 0) {
-    l_out[ii] = l;
-    if (lse) lse[(b * lq + i) * heads + h] = n > 0 ? m + log(l) : -INFINITY;
+    g.l_out[ii] = l;
+    const long long row = (b * lq + i) * heads + h;
+    const double value = n > 0 ? m + log(l) : -INFINITY;
+    if (g.lse) g.lse[row] = value;
+    if (g.lse_mag)
+      g.lse_mag[row] = n > 0 ? kv_fa2_lse_mag(abar / l, m, value, (double)n, (double)g.headdim, g.u_acc) : 0.0;
   }
 }
 
@@ -172,8 +187,9 @@ kv_status kv_fa2_gpu_reference(const kv_fa2_ref_args &r, cudaStream_t stream) {
           KV_TRY(CHECK_CUBLAS(cublasDgemm(w.blas, CUBLAS_OP_T, CUBLAS_OP_N, ink, irows, iD, &scale, w.ka, iD, w.qa, iD,
                                           &zero, w.a, ild)));
         }
-        softmax_rows<<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(
-            w.s, w.a, w.l, r.lse, ldk, nk, lq, lk, r.causal, b, h, H, r0, r.rho);
+        const softmax_args g = {w.s, w.a, w.l, r.lse, r.lse_mag, ldk, nk, lq, lk, b, h, H, r0, D, r.causal,
+                                r.rho, kv_dtype_unit_roundoff(r.accum)};
+        softmax_rows<<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(g);
         KV_TRY(CHECK_CUDA(cudaGetLastError()));
         if (nk > 0) {
           /* column-major: O^T (D x rows, ld H*D) = V^T (D x nk, ld D) P^T (nk x rows, ld lk) */

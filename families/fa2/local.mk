@@ -2,7 +2,7 @@
 # emulation in libkval.a; with CUDA the kernels, dispatcher, adapter and GPU reference; the
 # family's unit test and test decks.
 src_libkval_a_SOURCES += \
-	families/fa2/fa2.h families/fa2/fa2.c families/fa2/fa2_limits.h families/fa2/fa2_cpu_ref.c families/fa2/fa2_emulate.c
+	families/fa2/fa2.h families/fa2/fa2.c families/fa2/fa2_reference.h families/fa2/fa2_limits.h families/fa2/fa2_cpu_ref.c families/fa2/fa2_emulate.c
 if HAVE_CUDA
 src_libkval_a_SOURCES += \
 	families/device/sm80.cuh families/fa2/fa2_api.h families/fa2/fa2_common.cuh \

@@ -53,10 +53,10 @@ static void apply_epilogue(const void *cbuf, kv_dtype st, const kv_gemm_dims *d,
 /* fp64 reference of the listed rows, k ascending, B converted chunk by chunk so memory stays
  * bounded (GEMM_REF_CHUNK_BYTES) whatever N and K. */
 kv_status kv_gemm_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows, double *ref,
-                                double *mag, double *aux_ref) {
+                                double *mag, double *aux_ref, double *aux_mag) {
   kv_gemm_dims d;
   kv_gemm_dims_of(c, &d);
-  (void)aux_ref;
+  (void)aux_ref, (void)aux_mag;
   kv_dtype st = c->prec.storage;
   size_t n = (size_t)d.n;
   KV_TRY(kv_check_rows(rows, n_rows, (size_t)d.m, "gemm"));
@@ -94,10 +94,10 @@ kv_status kv_gemm_cpu_reference(const kv_case *c, const void *const *in, const s
 }
 
 kv_status kv_gemm_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
-                                   double *ref, double *mag, double *aux_ref) {
+                                   double *ref, double *mag, double *aux_ref, double *aux_mag) {
   kv_gemm_dims d;
   kv_gemm_dims_of(c, &d);
-  (void)aux_ref;
+  (void)aux_ref, (void)aux_mag;
   kv_dtype st = c->prec.storage;
   size_t n = (size_t)d.n, K = (size_t)d.k;
   KV_TRY(kv_check_rows(rows, n_rows, (size_t)d.m, "gemm"));

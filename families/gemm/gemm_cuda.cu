@@ -48,8 +48,9 @@ static kv_status gemm_launch(const void *problem, void *stream) {
   return KV_REFUSED(st, why, "gemm");
 }
 
-static kv_status gemm_reference(const void *problem, double *d_ref, double *d_mag, double *d_aux_ref, void *stream) {
-  (void)d_aux_ref; /* gemm has no auxiliary output */
+static kv_status gemm_reference(const void *problem, double *d_ref, double *d_mag, double *d_aux_ref,
+                                double *d_aux_mag, void *stream) {
+  (void)d_aux_ref, (void)d_aux_mag; /* gemm has no auxiliary output */
   return kv_gemm_gpu_reference(&static_cast<const gemm_case *>(problem)->p, d_ref, d_mag,
                                static_cast<cudaStream_t>(stream));
 }

@@ -85,6 +85,9 @@ static void rmsnorm_tensors(const kv_case *c, kv_tensors *t) {
  * operation; the fp32-accumulation kernels sum in another order. */
 static int norm_emulation_exact(const kv_case *c) { return c->prec.accum != KV_FP32; }
 
+/* fp32 statistics and an fp32 affine step: the output's one rounding must be to nearest. */
+static int norm_unbiased(const kv_case *c) { return c->prec.accum == KV_FP32; }
+
 const kv_family kv_family_layernorm = {
     .name = "layernorm",
     .summary = "LayerNorm forward y = (x - mean) / sqrt(var + eps) * weight + bias over each row",
@@ -95,6 +98,7 @@ const kv_family kv_family_layernorm = {
     .tensors = layernorm_tensors,
     .emulate = kv_layernorm_emulate,
     .emulation_exact = norm_emulation_exact,
+    .unbiased = norm_unbiased,
     .reference = kv_layernorm_cpu_reference,
     .reference_dd = kv_layernorm_cpu_reference_dd,
     .cuda = KV_CUDA_FAMILY(kv_cuda_layernorm),
@@ -110,6 +114,7 @@ const kv_family kv_family_rmsnorm = {
     .tensors = rmsnorm_tensors,
     .emulate = kv_rmsnorm_emulate,
     .emulation_exact = norm_emulation_exact,
+    .unbiased = norm_unbiased,
     .reference = kv_rmsnorm_cpu_reference,
     .reference_dd = kv_rmsnorm_cpu_reference_dd,
     .cuda = KV_CUDA_FAMILY(kv_cuda_rmsnorm),

@@ -21,13 +21,13 @@ void kv_norm_dims_of(const kv_case *c, kv_norm_dims *d);
 kv_status kv_layernorm_emulate(const kv_case *c, void *const *in, void *const *out);
 kv_status kv_rmsnorm_emulate(const kv_case *c, void *const *in, void *const *out);
 kv_status kv_layernorm_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
-                                 double *ref, double *mag, double *aux_ref);
+                                 double *ref, double *mag, double *aux_ref, double *aux_mag);
 kv_status kv_rmsnorm_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
-                               double *ref, double *mag, double *aux_ref);
+                               double *ref, double *mag, double *aux_ref, double *aux_mag);
 kv_status kv_layernorm_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
-                                    double *ref, double *mag, double *aux_ref);
+                                    double *ref, double *mag, double *aux_ref, double *aux_mag);
 kv_status kv_rmsnorm_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
-                                  double *ref, double *mag, double *aux_ref);
+                                  double *ref, double *mag, double *aux_ref, double *aux_mag);
 
 #ifdef __cplusplus
 }

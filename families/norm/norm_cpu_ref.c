@@ -106,25 +106,25 @@ static kv_status run_rows(const kv_case *c, const void *const *in, const size_t 
 }
 
 kv_status kv_layernorm_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
-                                 double *ref, double *mag, double *aux_ref) {
-  (void)aux_ref;
+                                 double *ref, double *mag, double *aux_ref, double *aux_mag) {
+  (void)aux_ref, (void)aux_mag;
   return run_rows(c, in, rows, n_rows, ref, mag, 1, row_plain);
 }
 
 kv_status kv_rmsnorm_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
-                               double *ref, double *mag, double *aux_ref) {
-  (void)aux_ref;
+                               double *ref, double *mag, double *aux_ref, double *aux_mag) {
+  (void)aux_ref, (void)aux_mag;
   return run_rows(c, in, rows, n_rows, ref, mag, 0, row_plain);
 }
 
-kv_status kv_layernorm_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows,
-                                             size_t n_rows, double *ref, double *mag, double *aux_ref) {
-  (void)aux_ref;
+kv_status kv_layernorm_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
+                                        double *ref, double *mag, double *aux_ref, double *aux_mag) {
+  (void)aux_ref, (void)aux_mag;
   return run_rows(c, in, rows, n_rows, ref, mag, 1, row_compensated);
 }
 
-kv_status kv_rmsnorm_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows,
-                                           size_t n_rows, double *ref, double *mag, double *aux_ref) {
-  (void)aux_ref;
+kv_status kv_rmsnorm_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
+                                      double *ref, double *mag, double *aux_ref, double *aux_mag) {
+  (void)aux_ref, (void)aux_mag;
   return run_rows(c, in, rows, n_rows, ref, mag, 0, row_compensated);
 }

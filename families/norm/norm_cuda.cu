@@ -46,8 +46,9 @@ static kv_status launch(const void *problem, void *stream) {
   return kv_norm_run(static_cast<const kv_norm_problem *>(problem), static_cast<cudaStream_t>(stream));
 }
 
-static kv_status reference(const void *problem, double *d_ref, double *d_mag, double *d_aux_ref, void *stream) {
-  (void)d_aux_ref; /* the norms have no auxiliary output */
+static kv_status reference(const void *problem, double *d_ref, double *d_mag, double *d_aux_ref,
+                           double *d_aux_mag, void *stream) {
+  (void)d_aux_ref, (void)d_aux_mag; /* the norms have no auxiliary output */
   return kv_norm_gpu_reference(static_cast<const kv_norm_problem *>(problem), d_ref, d_mag,
                                static_cast<cudaStream_t>(stream));
 }

@@ -95,6 +95,7 @@ void fcase_make(fcase *f, const kv_family *fam, const char *spec) {
   f->ref = zalloc(n * sizeof(double));
   f->mag = zalloc(n * sizeof(double));
   f->aux_ref = zalloc(f->n_rows * sizeof(double));
+  f->aux_mag = zalloc(f->n_rows * sizeof(double));
 }
 
 void fcase_free(fcase *f) {
@@ -105,6 +106,7 @@ void fcase_free(fcase *f) {
   free(f->ref);
   free(f->mag);
   free(f->aux_ref);
+  free(f->aux_mag);
   memset(f, 0, sizeof *f);
 }
 
@@ -123,7 +125,7 @@ void fcase_reference(fcase *f, int compensated) {
   size_t *rows = zalloc(f->n_rows * sizeof *rows);
   for (size_t r = 0; r < f->n_rows; r++) rows[r] = r;
   kv_reference_fn fn = compensated ? fam->reference_dd : fam->reference;
-  if (fn(&f->c, (const void *const *)f->in, rows, f->n_rows, f->ref, f->mag, f->aux_ref) != KV_OK)
+  if (fn(&f->c, (const void *const *)f->in, rows, f->n_rows, f->ref, f->mag, f->aux_ref, f->aux_mag) != KV_OK)
     die("reference failed", fam->name);
   free(rows);
 }

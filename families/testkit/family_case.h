@@ -22,7 +22,7 @@ typedef struct {
   kv_cost cost;
   void *in[KV_MAX_TENSORS], *out[KV_MAX_TENSORS];
   size_t n_rows, row_len; /* all rows of output 0 */
-  double *ref, *mag, *aux_ref;
+  double *ref, *mag, *aux_ref, *aux_mag;
 } fcase;
 
 /* Build a case of family f: axes not named take the first token of their default list,

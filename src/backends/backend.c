@@ -1,7 +1,9 @@
 /* backend.c - the backend registry (NULL-terminated, IOR aiori style), selection of
- * "auto", the reference-row sampling shared by backends, and kv_case_data cleanup. */
+ * "auto", the reference-row sampling shared by backends, kv_case_data cleanup, and the
+ * findings of the guard-band and launch checks every backend makes. */
 #include "backends/backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +56,33 @@ void kv_case_data_free(kv_case_data *d) {
   free(d->ref);
   free(d->mag);
   free(d->aux_ref);
+  free(d->aux_mag);
   free(d->times);
   memset(d, 0, sizeof *d);
+}
+
+/* First byte of a band that is not the guard byte, or -1. */
+static long long first_changed(const unsigned char *band) {
+  for (size_t i = 0; i < KV_GUARD_BYTES; i++)
+    if (band[i] != KV_GUARD_BYTE) return (long long)i;
+  return -1;
+}
+
+void kv_guard_finding(kv_case_data *d, const char *tensor, const unsigned char *before, const unsigned char *after) {
+  if (d->out_of_bounds[0]) return;
+  const long long b = first_changed(before), a = first_changed(after);
+  if (b >= 0)
+    snprintf(d->out_of_bounds, sizeof d->out_of_bounds, "output %s: written before its start (at byte %lld)", tensor,
+             b - KV_GUARD_BYTES);
+  else if (a >= 0)
+    snprintf(d->out_of_bounds, sizeof d->out_of_bounds, "output %s: written past its end (at byte +%lld)", tensor, a);
+}
+
+void kv_launch_finding(kv_case_data *d, const uint64_t launch[KV_LAUNCH_SUMS]) {
+  if (launch[1] != launch[0])
+    snprintf(d->nondeterministic, sizeof d->nondeterministic,
+             "the first launch and timed repetition %d (the last) wrote different output bits", d->n_times);
+  else if (launch[2] != launch[0])
+    snprintf(d->nondeterministic, sizeof d->nondeterministic,
+             "the first launch and the verification launch (outputs poisoned again) wrote different bits");
 }

@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "family.h"
+#include "core/result.h"
 #include "core/timing.h"
 #include "numerics/errstats.h"
 #include "input/plan.h"
@@ -48,6 +49,7 @@ typedef struct {
   size_t n_rows, row_len;
   double *ref, *mag;   /* n_rows * row_len reference values and magnitude terms (NULL with has_stats) */
   double *aux_ref;     /* n_rows auxiliary reference values, or NULL */
+  double *aux_mag;     /* n_rows magnitude terms of the auxiliary output's bound, or NULL */
   double *times;       /* timed repetitions, seconds */
   int n_times;
   double ref_seconds;  /* wall time of the reference */
@@ -57,13 +59,32 @@ typedef struct {
   /* Requests of the runner, set before run_case (a backend may ignore them):
    * device_stats - compute the error statistics where the data is (the device) and hand them
    *                back in stats (has_stats = 1); ref and mag then need not come to the host;
-   * device_fault - cause a real sticky device error in this case (--inject sticky). */
-  int device_stats, device_fault;
+   * device_fault - cause a real sticky device error in this case (--inject sticky);
+   * device_hang  - launch a kernel that never finishes in this case (--inject hang). */
+  int device_stats, device_fault, device_hang;
   int has_stats;       /* 1: stats holds the error statistics of output 0 against ref */
   kv_errstats stats;
+  /* What the backend's own checks found ("" when nothing), each judged by the runner:
+   * out_of_bounds - a guard band around an output, or an input tensor, changed (which, where);
+   * nondeterministic - launches of the case wrote different output bits (which launches);
+   * harness - the checker disagreed with itself (device statistics vs the host's on a sample). */
+  char out_of_bounds[KV_MESSAGE_LEN], nondeterministic[KV_MESSAGE_LEN], harness[KV_MESSAGE_LEN];
 } kv_case_data;
 
 void kv_case_data_free(kv_case_data *d);
+
+/* The checks every backend makes around a case's launches (the buffers differ: host or device
+ * memory). Each output lies between two guard bands of KV_GUARD_BYTES bytes of KV_GUARD_BYTE;
+ * kv_guard_finding describes the first changed byte of output `tensor`'s bands (before: the
+ * band in front of it, after: the one behind) in d->out_of_bounds. The checksums of the
+ * outputs after the first launch, the last timed one and the verification launch (outputs
+ * poisoned again) must agree: kv_launch_finding describes a disagreement in
+ * d->nondeterministic. */
+#define KV_GUARD_BYTES 4096
+#define KV_GUARD_BYTE 0xa5
+#define KV_LAUNCH_SUMS 3
+void kv_guard_finding(kv_case_data *d, const char *tensor, const unsigned char *before, const unsigned char *after);
+void kv_launch_finding(kv_case_data *d, const uint64_t launch[KV_LAUNCH_SUMS]);
 
 typedef struct kv_backend {
   const char *name;

@@ -1,7 +1,9 @@
-/* backend_cpu.c - the `cpu` backend: runs every family's CPU emulation (the same algorithm
- * and precision model as the GPU kernels), times it with the host clock, and computes the
- * fp64 CPU reference (sampled rows when the full reference exceeds the budget). It lets
- * every other part of kval run on machines without a GPU. */
+/* cpu.c - the `cpu` backend: runs every family's CPU emulation (the same algorithm and
+ * precision model as the GPU kernels) on outputs between guard bands, times it with the host
+ * clock, makes the same checks as the cuda backend (inputs unchanged, guard bands intact, the
+ * first, last timed and verification launches write the same bits), and computes the fp64
+ * CPU reference (sampled rows when the full reference exceeds the budget). It lets every other
+ * part of kval run on machines without a GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,8 @@
 #include "backends/backend.h"
 #include "families/kit.h"
 #include "core/timing.h"
+#include "numerics/fingerprint.h"
+#include "numerics/rng.h"
 
 static int node_ranks = 1; /* ranks of this node share its memory */
 
@@ -99,29 +103,91 @@ static double cpu_free_bytes(void) {
   return avail / node_ranks;
 }
 
-static void free_tensors(void **bufs, int n) {
-  for (int i = 0; i < n; i++) free(bufs[i]);
+/* Host buffers of one case: each output between two guard bands (the cuda backend's checks,
+ * src/backends/cuda/buffers.c, made on the host). */
+typedef struct {
+  void *in[KV_MAX_TENSORS], *out[KV_MAX_TENSORS];
+  unsigned char *out_alloc[KV_MAX_TENSORS];
+  uint64_t in_sum[KV_MAX_TENSORS];
+} host_buffers;
+
+static size_t tensor_bytes(const kv_tensor_spec *t) { return t->count * kv_dtype_size(t->dtype); }
+
+static void buffers_free(host_buffers *b) {
+  for (int i = 0; i < KV_MAX_TENSORS; i++) {
+    free(b->in[i]);
+    free(b->out_alloc[i]);
+  }
+  memset(b, 0, sizeof *b);
+}
+
+/* Outputs poisoned: all-ones bits are NaN in every float type, so an element the emulation
+ * does not write fails the NaN count. */
+static void poison(const kv_tensors *t, host_buffers *b) {
+  for (int i = 0; i < t->n_out; i++) memset(b->out[i], 0xff, tensor_bytes(&t->out[i]));
+}
+
+static kv_status buffers_make(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, host_buffers *b) {
+  for (int i = 0; i < t->n_in; i++) {
+    b->in[i] = KV_MALLOC(tensor_bytes(&t->in[i]));
+    KV_TRY(CHECK_ALLOC(b->in[i]));
+    KV_TRY(kv_generate_host(&t->in[i], kv_stream_key(rs->seed, c->key, (uint64_t)i), b->in[i]));
+    b->in_sum[i] = kv_fingerprint(b->in[i], tensor_bytes(&t->in[i]));
+  }
+  for (int i = 0; i < t->n_out; i++) {
+    b->out_alloc[i] = KV_MALLOC(tensor_bytes(&t->out[i]) + 2 * KV_GUARD_BYTES);
+    KV_TRY(CHECK_ALLOC(b->out_alloc[i]));
+    memset(b->out_alloc[i], KV_GUARD_BYTE, tensor_bytes(&t->out[i]) + 2 * KV_GUARD_BYTES);
+    b->out[i] = b->out_alloc[i] + KV_GUARD_BYTES;
+  }
+  poison(t, b);
+  return KV_OK;
+}
+
+static uint64_t outputs_sum(const kv_tensors *t, const host_buffers *b) {
+  uint64_t s = 0;
+  for (int i = 0; i < t->n_out; i++) s = kv_mix64(s ^ kv_fingerprint(b->out[i], tensor_bytes(&t->out[i])));
+  return s;
+}
+
+/* Guard bands, inputs, and the launches' output checksums (first, last timed, verification). */
+static void check_buffers(const kv_tensors *t, const host_buffers *b, const uint64_t *launch, kv_case_data *d) {
+  for (int i = 0; i < t->n_out; i++)
+    kv_guard_finding(d, t->out[i].name, b->out_alloc[i], b->out_alloc[i] + KV_GUARD_BYTES + tensor_bytes(&t->out[i]));
+  for (int i = 0; i < t->n_in && !d->out_of_bounds[0]; i++)
+    if (kv_fingerprint(b->in[i], tensor_bytes(&t->in[i])) != b->in_sum[i])
+      snprintf(d->out_of_bounds, sizeof d->out_of_bounds, "input %s changed during the launches", t->in[i].name);
+  kv_launch_finding(d, launch);
 }
 
 /* Time the emulation: warm-up, then repeat until the median is stable, the time cap is
- * spent, or max_reps. */
-static kv_status time_emulation(const kv_case *c, const kv_run_settings *rs, void *const *in, void *const *out,
-                                kv_case_data *d) {
+ * spent, or max_reps; the outputs' checksum after the first and the last launch, then the
+ * verification launch on outputs poisoned again (its outputs are the ones judged). */
+static kv_status time_emulation(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, host_buffers *b,
+                                uint64_t *launch, kv_case_data *d) {
   const kv_family *f = c->fp->family;
-  for (int i = 0; i < rs->warmup; i++) KV_TRY(f->emulate(c, in, out));
+  for (int i = 0; i < rs->warmup; i++) {
+    KV_TRY(f->emulate(c, b->in, b->out));
+    if (i == 0) launch[0] = outputs_sum(t, b);
+  }
   d->times = KV_MALLOC((size_t)rs->max_reps * sizeof *d->times);
   KV_TRY(CHECK_ALLOC(d->times));
   double spent = 0.0;
   d->n_times = 0;
   while (d->n_times < rs->max_reps) {
-    double t0 = kv_wtime();
-    KV_TRY(f->emulate(c, in, out));
-    double t = kv_wtime() - t0;
-    d->times[d->n_times++] = t;
-    spent += t;
+    const double t0 = kv_wtime();
+    KV_TRY(f->emulate(c, b->in, b->out));
+    const double dt = kv_wtime() - t0;
+    if (d->n_times == 0 && rs->warmup == 0) launch[0] = outputs_sum(t, b);
+    d->times[d->n_times++] = dt;
+    spent += dt;
     if (spent >= rs->time_cap) break;
     if (d->n_times >= rs->min_reps && kv_timing_median_rse(d->times, d->n_times) <= rs->rse_target) break;
   }
+  launch[1] = outputs_sum(t, b);
+  poison(t, b);
+  KV_TRY(f->emulate(c, b->in, b->out));
+  launch[2] = outputs_sum(t, b);
   return KV_OK;
 }
 
@@ -142,9 +208,10 @@ static kv_status cpu_reference(const kv_case *c, const kv_cost *cost, const kv_r
   d->ref = KV_MALLOC(n * cost->row_len * sizeof *d->ref);
   d->mag = KV_MALLOC(n * cost->row_len * sizeof *d->mag);
   d->aux_ref = has_aux ? KV_MALLOC(n * sizeof *d->aux_ref) : NULL;
-  kv_status st = (d->ref && d->mag && (!has_aux || d->aux_ref)) ? KV_OK : KV_ERR;
+  d->aux_mag = has_aux ? KV_MALLOC(n * sizeof *d->aux_mag) : NULL;
+  kv_status st = (d->ref && d->mag && (!has_aux || (d->aux_ref && d->aux_mag))) ? KV_OK : KV_ERR;
   double t0 = kv_wtime();
-  if (st == KV_OK) st = f->reference(c, in, rows, n, d->ref, d->mag, d->aux_ref);
+  if (st == KV_OK) st = f->reference(c, in, rows, n, d->ref, d->mag, d->aux_ref, d->aux_mag);
   d->ref_seconds = kv_wtime() - t0;
   if (sample) {
     d->rows = sample;
@@ -155,6 +222,14 @@ static kv_status cpu_reference(const kv_case *c, const kv_cost *cost, const kv_r
   return st;
 }
 
+/* Output k of the buffers into a new host buffer. */
+static kv_status copy_out(const host_buffers *b, const kv_tensors *t, int k, void **dst) {
+  *dst = KV_MALLOC(tensor_bytes(&t->out[k]));
+  KV_TRY(CHECK_ALLOC(*dst));
+  memcpy(*dst, b->out[k], tensor_bytes(&t->out[k]));
+  return KV_OK;
+}
+
 static kv_status cpu_run_case(const kv_case *c, const kv_run_settings *rs, kv_case_data *d, char *message,
                               size_t msglen) {
   const kv_family *f = c->fp->family;
@@ -163,37 +238,22 @@ static kv_status cpu_run_case(const kv_case *c, const kv_run_settings *rs, kv_ca
   memset(&t, 0, sizeof t);
   f->tensors(c, &t);
   f->cost(c, &cost);
-  void *in[KV_MAX_TENSORS] = {0}, *out[KV_MAX_TENSORS] = {0};
-  kv_status st = KV_OK;
-  for (int i = 0; i < t.n_in && st == KV_OK; i++) {
-    in[i] = KV_MALLOC(t.in[i].count * kv_dtype_size(t.in[i].dtype));
-    st = in[i] ? kv_generate_host(&t.in[i], kv_stream_key(rs->seed, c->key, (uint64_t)i), in[i]) : KV_ERR;
-  }
-  for (int i = 0; i < t.n_out && st == KV_OK; i++) {
-    size_t bytes = t.out[i].count * kv_dtype_size(t.out[i].dtype);
-    out[i] = KV_MALLOC(bytes);
-    if (out[i]) memset(out[i], 0xff, bytes); /* poison: all-ones is NaN in every float type */
-    else st = KV_ERR;
-  }
-  if (st == KV_OK) st = time_emulation(c, rs, in, out, d);
-  if (st == KV_OK) st = cpu_reference(c, &cost, rs, (const void *const *)in, t.n_out > 1, d);
-  if (st == KV_OK) {
-    d->out = out[0];
-    d->out_count = t.out[0].count;
-    d->out_type = t.out[0].dtype;
-    out[0] = NULL;
-    if (t.n_out > 1) {
-      d->aux = out[1];
-      d->aux_count = t.out[1].count;
-      out[1] = NULL;
-    }
-  } else {
-    snprintf(message, msglen, "cpu backend: %s case failed (see the error above)", f->name);
-  }
   kv_telemetry_unknown(&d->tel);
   d->res.registers = d->res.smem_bytes = d->res.local_bytes = d->res.occupancy = -1;
-  free_tensors(in, t.n_in);
-  free_tensors(out, t.n_out);
+  host_buffers b;
+  memset(&b, 0, sizeof b);
+  uint64_t launch[KV_LAUNCH_SUMS] = {0, 0, 0};
+  kv_status st = buffers_make(c, rs, &t, &b);
+  if (st == KV_OK) st = time_emulation(c, rs, &t, &b, launch, d);
+  if (st == KV_OK) check_buffers(&t, &b, launch, d);
+  if (st == KV_OK) st = cpu_reference(c, &cost, rs, (const void *const *)b.in, t.n_out > 1, d);
+  if (st == KV_OK) st = copy_out(&b, &t, 0, &d->out);
+  if (st == KV_OK && t.n_out > 1) st = copy_out(&b, &t, 1, (void **)&d->aux);
+  d->out_count = t.out[0].count;
+  d->out_type = t.out[0].dtype;
+  d->aux_count = t.n_out > 1 ? t.out[1].count : 0;
+  if (st != KV_OK) snprintf(message, msglen, "cpu backend: %s case failed (see the error above)", f->name);
+  buffers_free(&b);
   return st;
 }
 

@@ -2,8 +2,11 @@
  * and the case status names. */
 #include "core/dtype.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "numerics/ulp.h"
 
 static const char *const dtype_names[KV_NDTYPES] = {"fp16", "bf16", "fp32", "fp64"};
 
@@ -23,15 +26,7 @@ int kv_dtype_parse(const char *s, kv_dtype *out) {
   return -1;
 }
 
-double kv_dtype_unit_roundoff(kv_dtype t) {
-  switch (t) {
-    case KV_FP16: return 0x1p-11;
-    case KV_BF16: return 0x1p-8;
-    case KV_FP32: return 0x1p-24;
-    case KV_FP64: return 0x1p-53;
-    default: return 0.0;
-  }
-}
+double kv_dtype_unit_roundoff(kv_dtype t) { return (unsigned)t < KV_NDTYPES ? ldexp(1.0, -kv_type_precision(t)) : 0.0; }
 
 int kv_precision_parse(const char *s, kv_precision *out) {
   const char *colon = strchr(s, ':');
@@ -59,6 +54,8 @@ const char *kv_precision_invalid_reason(kv_precision p) {
 }
 
 const char *kv_status_name(kv_case_status s) {
-  static const char *const names[KV_NSTATUS] = {"not_run", "pass", "fail_tolerance", "fail_nonfinite", "skipped", "error"};
+  static const char *const names[KV_NSTATUS] = {"not_run",        "pass",  "fail_tolerance",        "fail_nonfinite",
+                                                "skipped",        "error", "fail_nondeterministic", "fail_out_of_bounds",
+                                                "fail_bias",      "fail_timing"};
   return (unsigned)s < KV_NSTATUS ? names[s] : "?";
 }

@@ -29,14 +29,20 @@ void kv_precision_format(kv_precision p, char *buf, size_t n);
  * (e.g. accumulator narrower than a different storage type, fp64 anywhere). */
 const char *kv_precision_invalid_reason(kv_precision p);
 
-/* Status of one case, stored in the file as an HDF5 enum with these names and values. */
+/* Status of one case, stored in the file as an HDF5 enum with these names and values (the
+ * values never change; new ones are appended). Every fail_* fails the job (exit 1); error is a
+ * runtime error (exit 3). */
 typedef enum {
   KV_NOT_RUN = 0,
   KV_PASS = 1,
   KV_FAIL_TOLERANCE = 2,
   KV_FAIL_NONFINITE = 3,
   KV_SKIPPED = 4,
-  KV_ERROR = 5,
+  KV_ERROR = 5,                 /* the case could not be run or checked (a backend, harness or timeout error) */
+  KV_FAIL_NONDETERMINISTIC = 6, /* two launches of the case wrote different bits */
+  KV_FAIL_OUT_OF_BOUNDS = 7,    /* a write outside the output tensors: a guard band or an input changed */
+  KV_FAIL_BIAS = 8,             /* a systematic rounding bias that round to nearest cannot produce */
+  KV_FAIL_TIMING = 9,           /* an impossible measurement: faster than the measured ceiling */
   KV_NSTATUS
 } kv_case_status;
 const char *kv_status_name(kv_case_status s);

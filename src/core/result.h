@@ -25,8 +25,12 @@
   X(p99_ulp, stats.p99_ulp, "ulp", "99th percentile error in ULPs of the storage type")                      \
   X(max_bound_ratio, stats.max_bound_ratio, "1", "max |out - ref| / tolerance bound (pass <= 1)")            \
   X(floor_ratio, stats.floor_ratio, "1", "max |out - ref| / max |round(ref) - ref| (ratio to output rounding)") \
+  X(bias_ulp, stats.bias_ulp, "ulp", "mean signed error in ULPs of the storage type (rounding bias)")       \
+  X(bias_mag_ulp, stats.bias_mag_ulp, "ulp", "mean of sign(ref) * error in ULPs (negative: toward zero)")    \
+  X(bias_se, stats.bias_se, "ulp", "standard error of the two bias means")                                   \
   X(red_len, red_len, "1", "reduction length K of the tolerance's sqrt(K) term")                            \
   X(aux_max_abs, aux_max_abs, "1", "max abs error of the auxiliary output (fa2: row log-sum-exp)")           \
+  X(aux_bound_ratio, aux_bound_ratio, "1", "max |aux - ref| / its bound (pass <= 1)")                        \
   X(ref_seconds, ref_seconds, "s", "wall time of the fp64 reference")                                        \
   X(ref_xcheck, ref_xcheck, "1", "max relative disagreement GPU vs CPU fp64 reference on sampled rows")      \
   X(time_min, timing.min, "s", "minimum kernel time")                                                        \
@@ -51,6 +55,7 @@
   X(n_inf, stats.n_inf, "1", "Inf outputs where the reference is finite")                                    \
   X(n_checked, stats.n_checked, "1", "elements compared with the reference")                                 \
   X(worst_index, stats.worst_index, "1", "flat index of the element with the largest bound ratio")           \
+  X(n_bias, stats.n_bias, "1", "elements in the rounding-bias statistics")                                   \
   X(ref_rows, ref_rows, "1", "output rows covered by the reference (all rows unless sampled)")               \
   X(reps, timing.reps, "1", "timed repetitions")                                                             \
   X(throttle_reasons, tel.throttle_reasons, "1", "NVML clocks-throttle-reason bitmask seen during the measurement") \
@@ -72,7 +77,7 @@ typedef struct {
   kv_timing timing;
   kv_telemetry tel;
   kv_kernel_resources res;
-  double red_len, aux_max_abs, ref_seconds, ref_xcheck, tflops, gbps, intensity, roofline_frac;
+  double red_len, aux_max_abs, aux_bound_ratio, ref_seconds, ref_xcheck, tflops, gbps, intensity, roofline_frac;
   int64_t ref_rows;
   char message[KV_MESSAGE_LEN]; /* skip reason or error message */
 } kv_result;

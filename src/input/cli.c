@@ -37,7 +37,7 @@ static const option options[] = {
     {"force", 0, OPT_FORCE, NULL, "overwrite an existing output file"},
     {"resume", 0, OPT_RESUME, "FILE", "continue an interrupted run in FILE (same deck, ranks, mode, seed)"},
     {"retry-errors", 0, OPT_RETRY_ERRORS, NULL, "with --resume: also rerun cases whose status is error"},
-    {"inject", 0, OPT_INJECT, "K@R[:C]", "inject fault K (bitflip|nan|scale|slow|sticky) on rank R, optionally only into case C "
+    {"inject", 0, OPT_INJECT, "K@R[:C]", "inject fault K (bitflip|nan|scale|slow|sticky|hang) on rank R, optionally only into case C "
                                          "(an index into the plan); repeatable, to test the checks"},
     {"quiet", 0, OPT_QUIET, NULL, "print only errors and the final summary"},
     {"help", 'h', OPT_HELP, NULL, "print this help and exit"},
@@ -128,8 +128,8 @@ static int apply(kv_options *o, const option *op, const char *shown, const char 
       char why[256];
       if (kv_inject_parse(v, &inj, why, sizeof why) != 0)
         return usage_error(err, errlen,
-                           "%s: invalid value '%s' (expected KIND@RANK[:CASE] with KIND bitflip, nan, scale, slow or "
-                           "sticky, RANK an integer >= 0 and CASE a case index >= 0, e.g. bitflip@1:0)",
+                           "%s: invalid value '%s' (expected KIND@RANK[:CASE] with KIND bitflip, nan, scale, slow, "
+                           "sticky or hang, RANK an integer >= 0 and CASE a case index >= 0, e.g. bitflip@1:0)",
                            shown, v);
     }
       if (o->n_injects == KV_MAX_INJECTS)

@@ -43,13 +43,16 @@ static const run_key run_keys[] = {
     {"tol_abs_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.abs_floor), 0, 1e30},
     {"tol_rel_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.rel_floor), 0, 1e30},
     {"flush_interval", RUN_DOUBLE, offsetof(kv_run_settings, flush_interval), 0, 86400},
+    {"watchdog", RUN_DOUBLE, offsetof(kv_run_settings, watchdog), 0.001, 86400},
+    {"bias_limit", RUN_DOUBLE, offsetof(kv_run_settings, bias_limit), 0, 1},
 };
 #define N_RUN_KEYS (int)(sizeof run_keys / sizeof run_keys[0])
 #define N_TOL_KEYS 4
 
 static const kv_run_settings run_defaults = {
     .seed = 1, .warmup = 2, .min_reps = 5, .max_reps = 200, .rse_target = 0.005, .time_cap = 1.0,
-    .l2_flush = 1, .cpu_ref_budget = 2e9, .sample_rows = 64, .flush_interval = 2.0};
+    .l2_flush = 1, .cpu_ref_budget = 2e9, .sample_rows = 64, .flush_interval = 2.0, .watchdog = 60.0,
+    .bias_limit = 0.1};
 
 /* "FILE:LINE:COL: error: WHAT (got 'TOKEN'; expected VALID)"; line 0 drops LINE:COL. */
 static int plan_err(char *err, size_t errlen, const char *file, int line, int col, const char *got,

@@ -47,6 +47,8 @@ typedef struct {
   int has_tol_override;
   kv_tolerance tol_override; /* c1, c2, abs_floor, rel_floor from [run] when given */
   double flush_interval;  /* seconds between file flushes */
+  double watchdog;        /* seconds: the floor of the deadline of every launch, reference and statistics pass */
+  double bias_limit;      /* ulps: the rounding-bias verdict's threshold (0: the bias is recorded, not judged) */
 } kv_run_settings;
 
 typedef struct {

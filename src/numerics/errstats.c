@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "numerics/halfprec.h"
+#include "numerics/ulp.h"
 
 /* The k largest of a stream of values, exactly: candidates above the current threshold are
  * appended to a buffer of 2k; a full buffer is cut back to its k largest by quickselect and
@@ -103,16 +104,6 @@ static inline int hist_bin(const hist_table *t, double err) {
   return 2 + d;
 }
 
-/* Smallest normal 2^emin of a type. */
-static double min_normal(kv_dtype t) {
-  switch (t) {
-    case KV_FP16: return 0x1p-14;
-    case KV_BF16:
-    case KV_FP32: return 0x1p-126;
-    default: return 0x1p-1022;
-  }
-}
-
 int kv_errstats_compute(const void *out, kv_dtype out_t, const int64_t *index, const double *ref, const double *mag,
                         size_t n, kv_precision prec, const kv_tolerance *tol, double red_len, kv_errstats *st) {
   memset(st, 0, sizeof *st);
@@ -130,7 +121,8 @@ int kv_errstats_compute(const void *out, kv_dtype out_t, const int64_t *index, c
   /* the two coefficients of kv_tolerance_bound(), computed as it computes them */
   const double coef_ref = tol->c1 * kv_dtype_unit_roundoff(prec.storage);
   const double coef_mag = tol->c2 * sqrt(red_len > 1.0 ? red_len : 1.0) * kv_dtype_unit_roundoff(prec.accum);
-  double sum_abs = 0.0, sum_err2 = 0.0, sum_ref2 = 0.0, max_round = 0.0;
+  const double bias_min = kv_min_normal(out_t);
+  double sum_abs = 0.0, sum_err2 = 0.0, sum_ref2 = 0.0, max_round = 0.0, sum_e = 0.0, sum_s = 0.0, sum_e2 = 0.0;
   size_t n_finite = 0;
   for (size_t i = 0; i < n; i++) {
     const double o = kv_load(out, index ? (size_t)index[i] : i, out_t), r = ref[i];
@@ -151,6 +143,13 @@ int kv_errstats_compute(const void *out, kv_dtype out_t, const int64_t *index, c
       if (err > st->max_abs) st->max_abs = err;
       const double rel = err / (aref > tol->rel_floor ? aref : tol->rel_floor);
       if (rel > st->max_rel) st->max_rel = rel;
+      const double e = (o - r) / kv_ulp_at(r, out_t);
+      if (aref >= bias_min && fabs(e) <= KV_BIAS_WINDOW) {
+        sum_e += e;
+        sum_s += r < 0.0 ? -e : e;
+        sum_e2 += e * e;
+        st->n_bias++;
+      }
     } else if (isnan(o) ? isnan(r) : o == rounded) {
       ratio = 0.0, ulp = 0.0, bin = 0; /* both NaN, or the infinity the reference rounds to */
     } else if (isfinite(r)) {
@@ -176,11 +175,19 @@ int kv_errstats_compute(const void *out, kv_dtype out_t, const int64_t *index, c
   }
   st->mean_abs = n_finite ? sum_abs / (double)n_finite : 0.0;
   st->rel_l2 = sum_err2 == 0.0 ? 0.0 : sqrt(sum_err2) / sqrt(sum_ref2);
-  const double baseline = max_round > min_normal(out_t) ? max_round : min_normal(out_t);
+  const double baseline = max_round > kv_min_normal(out_t) ? max_round : kv_min_normal(out_t);
   st->floor_ratio = st->max_abs / baseline;
   st->p99_ulp = top_k_result(&top);
+  kv_errstats_bias(st, sum_e, sum_s, sum_e2);
   free(top.v);
   return 0;
+}
+
+void kv_errstats_bias(kv_errstats *st, double sum_e, double sum_s, double sum_e2) {
+  const double n = (double)st->n_bias;
+  st->bias_ulp = st->n_bias ? sum_e / n : NAN;
+  st->bias_mag_ulp = st->n_bias ? sum_s / n : NAN;
+  st->bias_se = st->n_bias ? sqrt(sum_e2) / n : NAN;
 }
 
 kv_case_status kv_errstats_verdict(const kv_errstats *st) {

@@ -15,6 +15,7 @@
  * one decade each from [1e-12, 1e-11) to [1e3, 1e4), bin KV_HIST_BINS-2 = 1e4 and above,
  * bin KV_HIST_BINS-1 = non-finite output where the reference is finite. */
 #define KV_HIST_BINS 20
+#define KV_BIAS_WINDOW 4.0 /* ulps: the window of the bias statistics */
 #define KV_HIST_LOG10_MIN (-12)
 
 typedef struct {
@@ -30,6 +31,15 @@ typedef struct {
   int64_t n_inf;          /* Inf outputs where the reference is finite */
   int64_t n_checked;      /* elements compared */
   int64_t worst_index;    /* flat output index of the largest bound ratio (-1 when none) */
+  /* Rounding bias, a trimmed mean: over the elements whose reference lies in the normal range
+   * of the storage type, both finite, and whose error e = (out - ref) / ulp(ref) lies within
+   * +-KV_BIAS_WINDOW ulps (the window is symmetric, so errors without a systematic sign keep a
+   * mean of zero, while the few-ulp errors of the final rounding, where a wrong rounding mode
+   * shows, all enter). */
+  double bias_ulp;     /* mean e: directed rounding (toward +inf or -inf) shows as +-0.5 */
+  double bias_mag_ulp; /* mean sign(ref) e: rounding toward zero (truncation) shows as -0.5 */
+  double bias_se;      /* sqrt(sum e^2) / n_bias: the standard error of both means */
+  int64_t n_bias;      /* elements in the bias statistics */
   uint64_t hist[KV_HIST_BINS];
 } kv_errstats;
 
@@ -42,6 +52,10 @@ typedef struct {
 int kv_errstats_compute(const void *out, kv_dtype out_t, const int64_t *index, const double *ref,
                         const double *mag, size_t n, kv_precision prec, const kv_tolerance *tol,
                         double red_len, kv_errstats *st);
+
+/* The bias fields of st from the sums over its n_bias elements of e, sign(ref) e and e^2 (the
+ * host and the device statistics finish alike). */
+void kv_errstats_bias(kv_errstats *st, double sum_e, double sum_s, double sum_e2);
 
 /* Verdict from the statistics: pass, fail_nonfinite (any NaN/Inf where the reference is
  * finite) or fail_tolerance (some element beyond its bound). */

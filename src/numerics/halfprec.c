@@ -8,6 +8,7 @@
  * called with constant formats, so the compiler specialises it into a short, almost
  * branch-free sequence per conversion. */
 #include "numerics/halfprec.h"
+#include "numerics/ulp.h"
 
 #include <math.h>
 #include <string.h>
@@ -114,24 +115,9 @@ void kv_store(void *buf, size_t i, kv_dtype t, double v) {
   }
 }
 
-/* Precision p (significand bits with the hidden one) and minimum normal exponent. */
-static void type_format(kv_dtype t, int *p, int *emin) {
-  switch (t) {
-    case KV_FP16: *p = 11, *emin = -14; break;
-    case KV_BF16: *p = 8, *emin = -126; break;
-    case KV_FP32: *p = 24, *emin = -126; break;
-    default: *p = 53, *emin = -1022; break;
-  }
-}
-
 double kv_ulp_distance(double a, double b, kv_dtype t) {
   if (!isfinite(a) || !isfinite(b)) return INFINITY;
-  int p, emin;
-  type_format(t, &p, &emin);
-  const int e = (int)((f64_bits(b) >> 52) & 0x7ff) - 1023; /* |b| in [2^e, 2^(e+1)); -1023 for 0 */
-  const int q = (e < emin ? emin : e) - (p - 1);           /* ulp = 2^q, q >= -1074 */
-  const double ulp = q >= -1022 ? bits_f64((uint64_t)(q + 1023) << 52) : bits_f64((uint64_t)1 << (q + 1074));
-  return fabs(a - b) / ulp;
+  return fabs(a - b) / kv_ulp_at(b, t);
 }
 
 double kv_dtype_max(kv_dtype t) {

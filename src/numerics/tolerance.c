@@ -9,15 +9,7 @@
 
 #include <math.h>
 
-/* Smallest normal 2^emin of a type. */
-static double min_normal(kv_dtype t) {
-  switch (t) {
-    case KV_FP16: return 0x1p-14;
-    case KV_BF16:
-    case KV_FP32: return 0x1p-126;
-    default: return 0x1p-1022;
-  }
-}
+#include "numerics/ulp.h"
 
 kv_tolerance kv_tolerance_default(kv_precision p) {
   kv_tolerance t;
@@ -25,8 +17,8 @@ kv_tolerance kv_tolerance_default(kv_precision p) {
   t.c2 = 2.0;
   /* smallest subnormal = 2^emin * 2^(1-p) = 2 * u * 2^emin: twice the largest absolute
    * error of rounding to nearest in the subnormal range */
-  t.abs_floor = 2.0 * kv_dtype_unit_roundoff(p.storage) * min_normal(p.storage);
-  t.rel_floor = min_normal(p.storage);
+  t.abs_floor = 2.0 * kv_dtype_unit_roundoff(p.storage) * kv_min_normal(p.storage);
+  t.rel_floor = kv_min_normal(p.storage);
   return t;
 }
 

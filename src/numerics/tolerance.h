@@ -16,6 +16,19 @@ typedef struct {
   double rel_floor; /* floor of |ref| in max relative error */
 } kv_tolerance;
 
+/* Bounds of the self-consistency checks of a case (derivations in docs/NUMERICS.md and
+ * docs/VALIDATION.md):
+ * - the GPU fp64 reference and the CPU one may disagree by at most this, relative to the
+ *   magnitude term (fp64 evaluation-order differences are ~K * 2^-53);
+ * - a measured rate above this multiple of the start-up ceiling (min(peak, intensity * copy
+ *   bandwidth)) is impossible: the timing is wrong, not the kernel fast (L2-cold timing only);
+ * - a rounding bias fails when a bias mean exceeds the deck's bias_limit and this many
+ *   standard errors, over at least this many elements (16-bit storage, fp32 accumulation). */
+#define KV_REF_XCHECK_BOUND 1e-9
+#define KV_ROOFLINE_LIMIT 1.10
+#define KV_BIAS_SIGMAS 6.0
+#define KV_BIAS_MIN_ELEMENTS 1000
+
 kv_tolerance kv_tolerance_default(kv_precision p);
 double kv_tolerance_bound(const kv_tolerance *t, kv_precision p, double ref, double mag, double red_len);
 

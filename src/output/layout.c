@@ -90,9 +90,9 @@ static kv_status rank_scale(kv_output *o, hid_t loc, hid_t *ds) {
 void kv_layout_run_settings(const kv_run_settings *rs, char *buf, size_t n) {
   int used = snprintf(buf, n,
                       "warmup=%d min_reps=%d max_reps=%d rse_target=%.17g time_cap=%.17g l2_flush=%d "
-                      "cpu_ref_budget=%.17g sample_rows=%d",
+                      "cpu_ref_budget=%.17g sample_rows=%d watchdog=%.17g bias_limit=%.17g",
                       rs->warmup, rs->min_reps, rs->max_reps, rs->rse_target, rs->time_cap, rs->l2_flush,
-                      rs->cpu_ref_budget, rs->sample_rows);
+                      rs->cpu_ref_budget, rs->sample_rows, rs->watchdog, rs->bias_limit);
   if (rs->has_tol_override && used >= 0 && (size_t)used < n)
     snprintf(buf + used, n - (size_t)used, " tol_c1=%.17g tol_c2=%.17g tol_abs_floor=%.17g tol_rel_floor=%.17g",
              rs->tol_override.c1, rs->tol_override.c2, rs->tol_override.abs_floor, rs->tol_override.rel_floor);

@@ -9,7 +9,7 @@
 
 #include "numerics/halfprec.h"
 
-static const char *const kind_names[] = {"bitflip", "nan", "scale", "slow", "sticky"};
+static const char *const kind_names[] = {"bitflip", "nan", "scale", "slow", "sticky", "hang"};
 
 /* A non-empty run of decimal digits [s, e) with value <= max (no sign, no spaces): the
  * same rule as the option parser, so every --inject it accepts parses here too. */
@@ -29,7 +29,7 @@ static int parse_decimal(const char *s, const char *e, long long max, long long 
 int kv_inject_parse(const char *spec, kv_inject *out, char *err, size_t errlen) {
   const char *at = strchr(spec, '@');
   if (!at) {
-    snprintf(err, errlen, "kval: --inject: '%s' has no '@' (expected KIND@RANK[:CASE], KIND one of bitflip nan scale slow sticky)", spec);
+    snprintf(err, errlen, "kval: --inject: '%s' has no '@' (expected KIND@RANK[:CASE], KIND one of bitflip nan scale slow sticky hang)", spec);
     return -1;
   }
   size_t klen = (size_t)(at - spec);
@@ -37,7 +37,7 @@ int kv_inject_parse(const char *spec, kv_inject *out, char *err, size_t errlen) 
   for (int i = 0; i < (int)(sizeof kind_names / sizeof kind_names[0]); i++)
     if (strlen(kind_names[i]) == klen && strncmp(spec, kind_names[i], klen) == 0) kind = i;
   if (kind < 0) {
-    snprintf(err, errlen, "kval: --inject: unknown kind '%.*s' in '%s' (expected bitflip, nan, scale, slow or sticky)", (int)klen, spec, spec);
+    snprintf(err, errlen, "kval: --inject: unknown kind '%.*s' in '%s' (expected bitflip, nan, scale, slow, sticky or hang)", (int)klen, spec, spec);
     return -1;
   }
   const char *colon = strchr(at + 1, ':'), *end = at + 1 + strlen(at + 1);
@@ -72,12 +72,13 @@ static int targets(const kv_inject *inj, int rank, size_t case_index) {
 
 void kv_inject_requests(const kv_inject *inj, int n, int rank, size_t case_index, kv_case_data *d) {
   d->device_stats = 1;
-  d->device_fault = 0;
+  d->device_fault = d->device_hang = 0;
   for (int k = 0; k < n; k++) {
     if (!targets(&inj[k], rank, case_index)) continue;
     if (inj[k].kind == KV_INJECT_BITFLIP || inj[k].kind == KV_INJECT_NAN || inj[k].kind == KV_INJECT_SCALE)
       d->device_stats = 0;
     if (inj[k].kind == KV_INJECT_STICKY) d->device_fault = 1;
+    if (inj[k].kind == KV_INJECT_HANG) d->device_hang = 1;
   }
 }
 
@@ -99,6 +100,12 @@ int kv_inject_apply(const kv_inject *inj, int n, int rank, size_t case_index, kv
       case KV_INJECT_STICKY:
         kv_fatal_defer(__FILE__, __LINE__, "injected sticky device error (--inject sticky@%d) in case %zu", rank,
                        case_index);
+        break;
+      case KV_INJECT_HANG:
+        kv_fatal_defer(__FILE__, __LINE__,
+                       "timeout: the kernel did not finish within the watchdog's deadline (simulated by --inject "
+                       "hang@%d on a backend without a device) in case %zu",
+                       rank, case_index);
         break;
     }
     applied++;

@@ -1,6 +1,7 @@
 /* inject.h - --inject KIND@RANK[:CASE]: faults applied to a kernel's result after it runs,
- * to test that the validator detects them (bitflip, nan, scale, slow), and a sticky device
- * error (sticky: real on the cuda backend, simulated on cpu) to test the fatal path. */
+ * to test that the validator detects them (bitflip, nan, scale, slow), a sticky device error
+ * and a kernel that never finishes (sticky, hang: real on the cuda backend, simulated on cpu)
+ * to test the fatal path and the watchdog. */
 #ifndef KVAL_INJECT_H
 #define KVAL_INJECT_H
 
@@ -8,7 +9,14 @@
 
 #include "backends/backend.h"
 
-typedef enum { KV_INJECT_BITFLIP, KV_INJECT_NAN, KV_INJECT_SCALE, KV_INJECT_SLOW, KV_INJECT_STICKY } kv_inject_kind;
+typedef enum {
+  KV_INJECT_BITFLIP,
+  KV_INJECT_NAN,
+  KV_INJECT_SCALE,
+  KV_INJECT_SLOW,
+  KV_INJECT_STICKY,
+  KV_INJECT_HANG
+} kv_inject_kind;
 
 typedef struct {
   kv_inject_kind kind;
@@ -23,7 +31,8 @@ int kv_inject_parse(const char *spec, kv_inject *out, char *err, size_t errlen);
  * d->device_stats = 1 unless an injection will modify output 0 on the host (bitflip, nan,
  * scale: the statistics must then come from the host, over the modified output);
  * d->device_fault = 1 when a sticky injection targets the case (a backend with a device, cuda,
- * then causes a real sticky device error: run_case fails through CHECK_CUDA's fatal path). */
+ * then causes a real sticky device error: run_case fails through CHECK_CUDA's fatal path);
+ * d->device_hang = 1 when a hang injection does (cuda launches a kernel that never finishes). */
 void kv_inject_requests(const kv_inject *inj, int n, int rank, size_t case_index, kv_case_data *d);
 
 /* Apply the injections that target (rank, case_index) to the backend's result:
@@ -34,6 +43,8 @@ void kv_inject_requests(const kv_inject *inj, int n, int rank, size_t case_index
  * sticky  - a device error that leaves the context unusable: simulated here (kv_fatal_defer)
  *           for a backend without a device; the case is recorded as error, then the rank ends
  *           through the fatal path. (On cuda the real fault made run_case fail: not reached.)
+ * hang    - a kernel that never finishes: on cuda a real one, which the watchdog names (run_case
+ *           fails: not reached); simulated here as the watchdog's timeout, the same fatal path.
  * Returns how many were applied. */
 int kv_inject_apply(const kv_inject *inj, int n, int rank, size_t case_index, kv_case_data *d);
 

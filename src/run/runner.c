@@ -1,7 +1,7 @@
 /* runner.c - the common driver of a rank: for each of its cases, ask the backend for the
- * output, the reference (or the error statistics it computed on the device) and timings,
- * apply --inject faults, compute error statistics, verdict, fingerprint and throughput,
- * stream the row to the output, print progress and failures; at the end compare
+ * output, the reference (or the error statistics it computed on the device), timings and its
+ * own findings, apply --inject faults, have the case judged (judge.c), fingerprint the
+ * output, stream the row to the output, print progress and failures; at the end compare
  * fingerprints across ranks (fleet mode). */
 #include "run/runner.h"
 
@@ -14,6 +14,7 @@
 
 #include "run/fleet.h"
 #include "run/inject.h"
+#include "run/judge.h"
 #include "numerics/errstats.h"
 #include "numerics/fingerprint.h"
 #include "numerics/rng.h"
@@ -45,76 +46,6 @@ void kv_runner_install_signals(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-}
-
-/* Error statistics of output 0 on the host (the backend handed back ref and mag). */
-static kv_status host_errstats(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, const kv_case_data *d,
-                               kv_errstats *es) {
-  size_t n = d->n_rows * d->row_len;
-  int64_t *index = NULL;
-  if (d->rows) {
-    index = KV_MALLOC(n * sizeof *index);
-    KV_TRY(CHECK_ALLOC(index));
-    for (size_t i = 0; i < d->n_rows; i++)
-      for (size_t j = 0; j < d->row_len; j++) index[i * d->row_len + j] = (int64_t)(d->rows[i] * d->row_len + j);
-  }
-  kv_tolerance tol = rs->has_tol_override ? rs->tol_override : kv_tolerance_default(c->prec);
-  int rc = kv_errstats_compute(d->out, d->out_type, index, d->ref, d->mag, n, c->prec, &tol, cost->red_len, es);
-  free(index);
-  return rc == 0 ? KV_OK : KV_ERR;
-}
-
-/* Error statistics (the backend's own when it computed them on the device) and verdict of
- * output 0, and the auxiliary output's max error. */
-static kv_status evaluate(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, const kv_case_data *d,
-                          kv_result *r) {
-  kv_errstats es;
-  if (d->has_stats)
-    es = d->stats;
-  else
-    KV_TRY(host_errstats(c, cost, rs, d, &es));
-  r->stats = es;
-  r->red_len = cost->red_len;
-  r->ref_rows = (int64_t)d->n_rows;
-  r->status = kv_errstats_verdict(&es);
-  if (d->aux && d->aux_ref) {
-    /* Auxiliary output (fa2 LSE): a non-finite value where the reference is finite, or a
-     * finite value where it is -inf (a fully masked row), is a non-finite failure. */
-    double worst = 0.0;
-    int bad = 0;
-    for (size_t i = 0; i < d->n_rows; i++) {
-      size_t row = d->rows ? d->rows[i] : i;
-      double got = d->aux[row], want = d->aux_ref[i];
-      if (isinf(want) && want < 0) {
-        bad |= !(isinf(got) && got < 0);
-      } else if (!isfinite(got)) {
-        bad = 1;
-      } else if (fabs(got - want) > worst) {
-        worst = fabs(got - want);
-      }
-    }
-    r->aux_max_abs = worst;
-    if (bad && r->status == KV_PASS) {
-      r->status = KV_FAIL_NONFINITE;
-      snprintf(r->message, sizeof r->message, "auxiliary output (log-sum-exp) non-finite where the reference is not");
-    }
-  }
-  return KV_OK;
-}
-
-static void fill_timing(const kv_cost *cost, const kv_rank_info *info, kv_case_data *d, kv_result *r) {
-  kv_timing_summarize(d->times, d->n_times, &r->timing);
-  const kv_timing t = r->timing;
-  r->tflops = cost->flops / t.median / 1e12;
-  r->gbps = cost->bytes / t.median / 1e9;
-  r->intensity = cost->flops / cost->bytes;
-  double ceiling = r->intensity * info->copy_gbps * 1e9; /* FLOP/s the memory system allows */
-  if (isfinite(info->matrix_tflops) && info->matrix_tflops * 1e12 < ceiling) ceiling = info->matrix_tflops * 1e12;
-  r->roofline_frac = cost->flops / t.median / ceiling;
-  r->ref_seconds = d->ref_seconds;
-  r->ref_xcheck = d->ref_xcheck;
-  r->tel = d->tel;
-  r->res = d->res;
 }
 
 static uint64_t output_fingerprint(const kv_case_data *d) {
@@ -151,11 +82,10 @@ static void run_case(const kv_plan *p, size_t ci, const kv_backend *be, const kv
     kv_case_data_free(&d);
     return;
   }
-  if (evaluate(c, &cost, &p->run, &d, r) != KV_OK) {
+  if (kv_judge_case(c, &cost, &p->run, info, &d, r) != KV_OK) {
     r->status = KV_ERROR;
     snprintf(r->message, sizeof r->message, "error statistics failed (out of memory?)");
   }
-  fill_timing(&cost, info, &d, r);
   r->fingerprint = output_fingerprint(&d);
   kv_case_data_free(&d);
 }

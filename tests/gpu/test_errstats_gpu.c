@@ -124,8 +124,8 @@ static void check_set(const char *what, const void *out, size_t m, kv_dtype t, c
   void *d_out = to_device(out, m * kv_dtype_size(t)), *d_ref = to_device(ref, n * sizeof *ref);
   void *d_mag = to_device(mag, n * sizeof *mag), *d_index = index ? to_device(index, n * sizeof *index) : NULL;
   if (d_out && d_ref && d_mag && (!index || d_index)) {
-    EXPECT(kv_cuda_errstats(d_out, t, d_index, d_ref, d_mag, n, prec, tol, red_len, &g, NULL) == KV_OK, "%s: gpu", what);
-    EXPECT(kv_cuda_errstats(d_out, t, d_index, d_ref, d_mag, n, prec, tol, red_len, &g2, NULL) == KV_OK, "%s: gpu", what);
+    EXPECT(kv_cuda_errstats(d_out, t, d_index, d_ref, d_mag, n, prec, tol, red_len, 60.0, &g, NULL) == KV_OK, "%s: gpu", what);
+    EXPECT(kv_cuda_errstats(d_out, t, d_index, d_ref, d_mag, n, prec, tol, red_len, 60.0, &g2, NULL) == KV_OK, "%s: gpu", what);
     compare_stats(what, &h, &g, out, t, index, ref, n);
     EXPECT(memcmp(&g, &g2, sizeof g) == 0, "%s: two GPU runs differ", what);
   }
@@ -357,7 +357,7 @@ static void backend_cases(const char *text, int timed) {
         void *d_out = to_device(a.out, bytes), *d_ref = to_device(a.ref, n * 8), *d_mag = to_device(a.mag, n * 8);
         kv_errstats g;
         const double t5 = kv_wtime();
-        EXPECT(kv_cuda_errstats(d_out, a.out_type, NULL, d_ref, d_mag, n, c->prec, &tol, cost.red_len, &g, NULL) == KV_OK,
+        EXPECT(kv_cuda_errstats(d_out, a.out_type, NULL, d_ref, d_mag, n, c->prec, &tol, cost.red_len, 60.0, &g, NULL) == KV_OK,
                "%s: gpu statistics", what);
         const double t6 = kv_wtime();
         compare_stats(what, &h, &g, a.out, a.out_type, NULL, a.ref, n);

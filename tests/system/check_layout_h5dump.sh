@@ -101,7 +101,9 @@ fields=$(sed -n 's/^ *X(\([a-z_0-9]*\),.*/\1/p' "$here/../../src/core/result.h")
 [ -n "$fields" ] || bad "cannot read the result fields from $here/../../src/core/result.h"
 families=$(grep '^G|' "$tmp/objects" | cut -d'|' -f2 | grep -v '^/$' | grep -v '^/ranks$')
 [ -n "$families" ] || bad "no family group"
-enum='H5T_ENUM { H5T_STD_I8LE; "not_run" 0; "pass" 1; "fail_tolerance" 2; "fail_nonfinite" 3; "skipped" 4; "error" 5;'
+# the enum's names in value order, from kv_status_name's table in src/core/dtype.c
+enum="H5T_ENUM { H5T_STD_I8LE;$(sed -n '/names\[KV_NSTATUS\] = {/,/};/p' "$here/../../src/core/dtype.c" |
+  grep -o '"[a-z_]*"' | awk '{ printf " %s %d;", $0, NR - 1 }')"
 for g in $families; do
   has_attrs "$g" "$(grep "^G|$g|" "$tmp/objects" | cut -d'|' -f3)" axes n_cells n_valid n_skipped n_results
   axes=$(attr_of "$g/axes" | tr ',' ' ')

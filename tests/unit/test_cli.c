@@ -125,9 +125,8 @@ static void test_values(void) {
                                             "@0",         "nan@ 1",    "BITFLIP@0",  "slow@1:-2"};
   for (size_t i = 0; i < sizeof bad_injects / sizeof bad_injects[0]; i++) {
     snprintf(want, sizeof want,
-             "kval: --inject: invalid value '%s' (expected KIND@RANK[:CASE] with KIND bitflip, nan, scale, slow or "
-             "sticky, "
-             "RANK an integer >= 0 and CASE a case index >= 0, e.g. bitflip@1:0)",
+             "kval: --inject: invalid value '%s' (expected KIND@RANK[:CASE] with KIND bitflip, nan, scale, slow, "
+             "sticky or hang, RANK an integer >= 0 and CASE a case index >= 0, e.g. bitflip@1:0)",
              bad_injects[i]);
     expect_error(ARGS("--inject", bad_injects[i], "d"), want);
   }

@@ -1,12 +1,13 @@
-/* backend_cuda.c - the `cuda` backend: binds the rank to its GPU, measures the ceilings, and
- * runs a case: device buffers laid out as kv_tensors, inputs generated on the device
- * (bit-identical to the host generator), outputs poisoned with NaN bits, the timing harness,
- * the output copied back, the GPU fp64 reference over the whole output, the error
- * statistics computed on the device from it (errstats_gpu.cu; the whole reference comes to
- * the host only when the runner asks for host statistics), a cross-check of that reference
- * against the family's CPU reference on a few sampled rows, and --inject sticky as a real
- * device fault (fault.cu). */
-#include <float.h>
+/* backend.c - the `cuda` backend: binds the rank to its GPU, measures the ceilings, and runs a
+ * case: device buffers laid out as kv_tensors with guard bands around the outputs (buffers.c),
+ * inputs generated on the device (bit-identical to the host generator) and checksummed,
+ * outputs poisoned with NaN bits, the case prepared once, the timing harness (harness.c), a
+ * verification launch on outputs poisoned again, the checks of guard bands, inputs and launch
+ * checksums, the outputs copied back, the GPU fp64 reference over the whole output, the error
+ * statistics on the device (errstats.cu; the whole reference comes to the host only when the
+ * runner asks for host statistics), the cross-checks of the reference and of the statistics
+ * on sampled rows (xcheck.c), and --inject sticky / hang as real device faults (fault.cu).
+ * Every wait for the device is under the watchdog (watchdog.c). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,10 +19,7 @@
 #include "backends/cuda/nvml.h"
 #include "core/cuda_check.cuh"
 #include "core/timing.h"
-#include "numerics/rng.h"
 #include "numerics/tolerance.h"
-
-#define XCHECK_ROWS 16 /* rows of the CPU cross-check of the GPU reference */
 
 static kv_cuda_ctx ctx = {.device = -1};
 
@@ -41,6 +39,7 @@ static kv_status cuda_init(int local_rank, int local_size, const kv_run_settings
   KV_TRY(kv_cuda_identify(ctx.device, info));
   ctx.max_sm_clock = kv_nvml_max_sm_clock();
   KV_TRY(CHECK_CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking)));
+  KV_TRY(CHECK_CUDA(cudaEventCreateWithFlags(&ctx.done, cudaEventDisableTiming)));
   int l2 = 0;
   KV_TRY(CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, ctx.device)));
   ctx.flush_bytes = 2 * (size_t)l2 > ((size_t)32 << 20) ? 2 * (size_t)l2 : ((size_t)32 << 20);
@@ -48,9 +47,13 @@ static kv_status cuda_init(int local_rank, int local_size, const kv_run_settings
   const char *skip = getenv("KVAL_SKIP_CEILINGS");
   if (skip && !strcmp(skip, "1")) { /* quick runs and sanitizer runs: no roofline ceilings */
     info->copy_gbps = info->matrix_tflops = info->fp64_tflops = NAN;
-    return KV_OK;
+  } else {
+    KV_TRY(kv_cuda_ceilings(ctx.stream, info));
   }
-  return kv_cuda_ceilings(ctx.stream, info);
+  ctx.copy_gbps = info->copy_gbps;
+  ctx.matrix_tflops = info->matrix_tflops;
+  ctx.fp64_tflops = info->fp64_tflops;
+  return KV_OK;
 }
 
 static double cuda_free_bytes(void) {
@@ -66,170 +69,125 @@ static void set_message(char *message, size_t msglen, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Device buffers of one case; every pointer NULL until allocated. */
-typedef struct {
-  void *in[KV_MAX_TENSORS], *out[KV_MAX_TENSORS];
-  double *ref, *mag, *aux_ref;
-} case_buffers;
-
-static kv_status buffers_free(case_buffers *b) {
-  void *all[2 * KV_MAX_TENSORS + 3] = {b->ref, b->mag, b->aux_ref};
-  for (int i = 0; i < KV_MAX_TENSORS; i++) all[3 + i] = b->in[i], all[3 + KV_MAX_TENSORS + i] = b->out[i];
-  kv_status st = KV_OK;
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    if (all[i] && CHECK_CUDA(cudaFree(all[i])) != KV_OK) st = KV_ERR;
-  memset(b, 0, sizeof *b);
-  return st;
+/* The watchdog's estimates of a case's work from the rank's ceilings (an H200's rates where
+ * they were not measured): one launch at the roofline, the fp64 reference at 5% of the DGEMM
+ * rate, and a memory-bound pass over the output's reference and magnitude. */
+static double rate_or(double measured, double fallback) { return isfinite(measured) && measured > 0 ? measured : fallback; }
+static double launch_estimate(const kv_cost *cost) {
+  const double peak = rate_or(ctx.matrix_tflops, 1000.0) * 1e12, bw = rate_or(ctx.copy_gbps, 4000.0) * 1e9;
+  return fmax(cost->flops / peak, cost->bytes / bw);
 }
+static double reference_estimate(const kv_cost *cost) {
+  return cost->ref_flops / (0.05 * rate_or(ctx.fp64_tflops, 50.0) * 1e12);
+}
+static double pass_estimate(double bytes) { return bytes / (rate_or(ctx.copy_gbps, 4000.0) * 1e9); }
 
 static size_t tensor_bytes(const kv_tensor_spec *t) { return t->count * kv_dtype_size(t->dtype); }
 
-static double case_device_bytes(const kv_tensors *t, const kv_cost *cost) {
-  double bytes = 0.0;
-  for (int i = 0; i < t->n_in; i++) bytes += (double)tensor_bytes(&t->in[i]);
-  for (int i = 0; i < t->n_out; i++) bytes += (double)tensor_bytes(&t->out[i]);
-  bytes += 2.0 * 8.0 * (double)t->out[0].count; /* ref + mag */
-  if (t->n_out > 1) bytes += 8.0 * (double)cost->rows;
-  return bytes;
+/* The harness's probe: the outputs' checksum into a launch slot. */
+typedef struct {
+  const kv_tensors *t;
+  kv_cuda_buffers *b;
+} probe_arg;
+static kv_status probe(void *arg, int slot) {
+  const probe_arg *p = arg;
+  return kv_cuda_buffers_sum_outputs(&ctx, p->t, p->b, slot);
 }
 
-static kv_status buffers_alloc(const kv_tensors *t, const kv_cost *cost, case_buffers *b) {
-  for (int i = 0; i < t->n_in; i++) KV_TRY(CHECK_CUDA(cudaMalloc(&b->in[i], tensor_bytes(&t->in[i]))));
-  for (int i = 0; i < t->n_out; i++) KV_TRY(CHECK_CUDA(cudaMalloc(&b->out[i], tensor_bytes(&t->out[i]))));
-  KV_TRY(CHECK_CUDA(cudaMalloc((void **)&b->ref, t->out[0].count * sizeof(double))));
-  KV_TRY(CHECK_CUDA(cudaMalloc((void **)&b->mag, t->out[0].count * sizeof(double))));
-  if (t->n_out > 1) KV_TRY(CHECK_CUDA(cudaMalloc((void **)&b->aux_ref, cost->rows * sizeof(double))));
-  return KV_OK;
+/* The verification launch, whose outputs are downloaded and judged: outputs poisoned again,
+ * one launch, its checksum into the last slot. */
+static kv_status verification_launch(const kv_cuda_family *cf, const void *problem, const kv_tensors *t,
+                                     kv_cuda_buffers *b, double deadline) {
+  KV_TRY(kv_cuda_buffers_poison(&ctx, t, b));
+  KV_TRY(cf->launch(problem, ctx.stream));
+  KV_TRY(kv_cuda_buffers_sum_outputs(&ctx, t, b, KV_LAUNCH_SUMS - 1));
+  return kv_cuda_wait(&ctx, deadline, "the verification launch");
 }
 
-/* Inputs from the shared generator; outputs poisoned: all-ones bits are NaN in fp16, bf16,
- * fp32 and fp64, so an element the kernel does not write fails the NaN count. */
-static kv_status fill_buffers(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, case_buffers *b) {
-  for (int i = 0; i < t->n_in; i++)
-    KV_TRY(kv_cuda_generate(b->in[i], &t->in[i], kv_stream_key(rs->seed, c->key, (uint64_t)i), ctx.stream));
-  for (int i = 0; i < t->n_out; i++)
-    KV_TRY(CHECK_CUDA(cudaMemsetAsync(b->out[i], 0xff, tensor_bytes(&t->out[i]), ctx.stream)));
-  return CHECK_CUDA(cudaStreamSynchronize(ctx.stream));
-}
-
-static kv_status download(void **host, const void *dev, size_t bytes) {
+/* bytes of a device buffer into a new host buffer. */
+static kv_status download(void **host, const void *dev, size_t bytes, double deadline, const char *what) {
   *host = KV_MALLOC(bytes);
   KV_TRY(CHECK_ALLOC(*host));
-  return CHECK_CUDA(cudaMemcpy(*host, dev, bytes, cudaMemcpyDeviceToHost));
+  KV_TRY(CHECK_CUDA(cudaMemcpyAsync(*host, dev, bytes, cudaMemcpyDeviceToHost, ctx.stream)));
+  return kv_cuda_wait(&ctx, deadline, what);
 }
 
-/* The kernel output on the host, the GPU fp64 reference (timed), and either the error
+/* The kernel outputs on the host, the GPU fp64 reference (timed), and either the error
  * statistics computed on the device (d->device_stats) or the whole reference on the host. */
 static kv_status collect(const kv_case *c, const void *problem, const kv_run_settings *rs, const kv_tensors *t,
-                         const kv_cost *cost, case_buffers *b, kv_case_data *d) {
-  const kv_cuda_family *cf = c->fp->family->cuda;
-  KV_TRY(download(&d->out, b->out[0], tensor_bytes(&t->out[0])));
+                         const kv_cost *cost, kv_cuda_buffers *b, kv_case_data *d) {
+  const double pass = kv_cuda_deadline(rs, pass_estimate(24.0 * (double)t->out[0].count));
+  KV_TRY(download(&d->out, b->out[0], tensor_bytes(&t->out[0]), pass, "the download of the output"));
   d->out_count = t->out[0].count;
   d->out_type = t->out[0].dtype;
   if (t->n_out > 1) {
-    KV_TRY(download((void **)&d->aux, b->out[1], tensor_bytes(&t->out[1])));
+    KV_TRY(download((void **)&d->aux, b->out[1], tensor_bytes(&t->out[1]), pass, "the download of the output"));
     d->aux_count = t->out[1].count;
   }
   const double t0 = kv_wtime();
-  KV_TRY(cf->reference(problem, b->ref, b->mag, b->aux_ref, ctx.stream));
-  KV_TRY(CHECK_CUDA(cudaStreamSynchronize(ctx.stream)));
+  KV_TRY(c->fp->family->cuda->reference(problem, b->ref, b->mag, b->aux_ref, b->aux_mag, ctx.stream));
+  KV_TRY(kv_cuda_wait(&ctx, kv_cuda_deadline(rs, reference_estimate(cost)), "the GPU fp64 reference"));
   d->ref_seconds = kv_wtime() - t0;
   d->rows = NULL;
   d->n_rows = cost->rows;
   d->row_len = cost->row_len;
-  if (t->n_out > 1) KV_TRY(download((void **)&d->aux_ref, b->aux_ref, cost->rows * sizeof(double)));
+  if (t->n_out > 1) {
+    KV_TRY(download((void **)&d->aux_ref, b->aux_ref, cost->rows * sizeof(double), pass, "the download of the reference"));
+    KV_TRY(download((void **)&d->aux_mag, b->aux_mag, cost->rows * sizeof(double), pass, "the download of the reference"));
+  }
   if (d->device_stats) {
     const kv_tolerance tol = rs->has_tol_override ? rs->tol_override : kv_tolerance_default(c->prec);
     KV_TRY(kv_cuda_errstats(b->out[0], t->out[0].dtype, NULL, b->ref, b->mag, t->out[0].count, c->prec, &tol,
-                            cost->red_len, &d->stats, ctx.stream));
+                            cost->red_len, kv_cuda_deadline(rs, 8.0 * pass_estimate(24.0 * (double)t->out[0].count)),
+                            &d->stats, ctx.stream));
     d->has_stats = 1;
     return KV_OK;
   }
-  KV_TRY(download((void **)&d->ref, b->ref, t->out[0].count * sizeof(double)));
-  return download((void **)&d->mag, b->mag, t->out[0].count * sizeof(double));
-}
-
-/* Rows rows[0..n) of a device array of rows of len doubles, packed on the host. */
-static kv_status download_rows(double *host, const double *dev, const size_t *rows, size_t n, size_t len) {
-  for (size_t r = 0; r < n; r++)
-    KV_TRY(CHECK_CUDA(cudaMemcpy(host + r * len, dev + rows[r] * len, len * sizeof *host, cudaMemcpyDeviceToHost)));
-  return KV_OK;
-}
-
-/* Relative disagreement of two reference values: 0 when equal (infinities included),
- * |g - c| / max(|c|, scale) otherwise, +inf when only one is finite or either is NaN. */
-static double disagreement(double g, double c, double scale) {
-  if (g == c) return 0.0;
-  if (!isfinite(g) || !isfinite(c)) return INFINITY;
-  double den = fmax(fabs(c), scale);
-  return fabs(g - c) / (den > 0.0 ? den : DBL_MIN);
-}
-
-/* Rows of the cross-check: up to XCHECK_ROWS evenly spaced rows, fewer when the CPU
- * reference of that many would exceed the run's CPU reference budget (at least 2). */
-static size_t xcheck_rows(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, size_t **rows) {
-  kv_run_settings small = *rs;
-  small.sample_rows = XCHECK_ROWS;
-  const double per_row = cost->rows ? cost->ref_flops / (double)cost->rows : 0.0;
-  while (small.sample_rows > 2 && per_row * small.sample_rows > rs->cpu_ref_budget) small.sample_rows /= 2;
-  small.cpu_ref_budget = -1.0; /* always sample (all rows only when there are few) */
-  size_t n = kv_reference_rows(c, cost, &small, rows);
-  if (n > 0 && !*rows) {
-    *rows = KV_MALLOC(n * sizeof **rows);
-    if (CHECK_ALLOC(*rows) != KV_OK) return 0;
-    for (size_t i = 0; i < n; i++) (*rows)[i] = i;
-  }
-  return n;
-}
-
-/* GPU vs CPU fp64 reference (value, magnitude term, auxiliary output) on sampled rows: the
- * CPU one reads the device inputs copied to the host, the GPU one only those rows. */
-static kv_status cross_check(const kv_case *c, const kv_tensors *t, const kv_cost *cost, const kv_run_settings *rs,
-                             const case_buffers *b, kv_case_data *d) {
-  const kv_family *f = c->fp->family;
-  void *h_in[KV_MAX_TENSORS] = {0};
-  size_t *rows = NULL;
-  double *ref = NULL, *mag = NULL, *aux = NULL, *gref = NULL, *gmag = NULL;
-  const size_t n = xcheck_rows(c, cost, rs, &rows), len = cost->row_len;
-  kv_status st = n > 0 ? KV_OK : KV_ERR;
-  for (int i = 0; i < t->n_in && st == KV_OK; i++) st = download(&h_in[i], b->in[i], tensor_bytes(&t->in[i]));
-  if (st == KV_OK) {
-    ref = KV_MALLOC(n * len * sizeof *ref);
-    mag = KV_MALLOC(n * len * sizeof *mag);
-    gref = KV_MALLOC(n * len * sizeof *gref);
-    gmag = KV_MALLOC(n * len * sizeof *gmag);
-    aux = t->n_out > 1 ? KV_MALLOC(n * sizeof *aux) : NULL;
-    st = (ref && mag && gref && gmag && (t->n_out < 2 || aux)) ? KV_OK : KV_ERR;
-  }
-  if (st == KV_OK) st = download_rows(gref, b->ref, rows, n, len);
-  if (st == KV_OK) st = download_rows(gmag, b->mag, rows, n, len);
-  if (st == KV_OK) st = f->reference(c, (const void *const *)h_in, rows, n, ref, mag, aux);
-  double worst = 0.0;
-  for (size_t r = 0; r < n && st == KV_OK; r++) {
-    for (size_t j = 0; j < len; j++) {
-      const size_t k = r * len + j;
-      worst = fmax(worst, disagreement(gref[k], ref[k], fabs(mag[k])));
-      worst = fmax(worst, disagreement(gmag[k], mag[k], 0.0));
-    }
-    if (aux) worst = fmax(worst, disagreement(d->aux_ref[rows[r]], aux[r], 0.0));
-  }
-  if (st == KV_OK) d->ref_xcheck = worst;
-  for (int i = 0; i < t->n_in; i++) free(h_in[i]);
-  free(rows);
-  free(ref);
-  free(mag);
-  free(gref);
-  free(gmag);
-  free(aux);
-  return st;
+  KV_TRY(download((void **)&d->ref, b->ref, t->out[0].count * sizeof(double), pass, "the download of the reference"));
+  return download((void **)&d->mag, b->mag, t->out[0].count * sizeof(double), pass, "the download of the reference");
 }
 
 /* --inject sticky: a real sticky device error after the case's kernel ran. CHECK_CUDA defers
- * the fatal error; a device that did not fault fails the case (the injection tested nothing). */
-static kv_status inject_fault(const kv_case *c) {
+ * the fatal error; a device that did not fault fails the case (the injection tested nothing).
+ * --inject hang: a kernel that never finishes, which the watchdog must name. */
+static kv_status inject(const kv_case *c, const kv_case_data *d, double deadline) {
+  if (d->device_hang) {
+    KV_TRY(kv_cuda_hang(ctx.stream));
+    KV_TRY(kv_cuda_wait(&ctx, deadline, "the kernel (with --inject hang)"));
+    kv_report(__FILE__, __LINE__, c->fp->family->name, "cell %zu: the injected hang finished", c->cell);
+    return KV_ERR;
+  }
   if (kv_cuda_fault(ctx.stream) != KV_OK) return KV_ERR;
   kv_report(__FILE__, __LINE__, c->fp->family->name, "cell %zu: the injected device fault did not fault", c->cell);
   return KV_ERR;
+}
+
+/* The steps of a case after its buffers exist; *step names the one that failed. */
+static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, const kv_cost *cost,
+                           kv_cuda_buffers *b, void **problem, kv_case_data *d, const char **step, const char **why) {
+  const kv_cuda_family *cf = c->fp->family->cuda;
+  const double launch_deadline = kv_cuda_deadline(rs, launch_estimate(cost));
+  *step = "input generation";
+  KV_TRY(kv_cuda_buffers_fill(&ctx, c, rs, t, b));
+  KV_TRY(kv_cuda_wait(&ctx, kv_cuda_deadline(rs, pass_estimate(cost->device_bytes)), "the input generation"));
+  *step = "prepare";
+  KV_TRY(cf->prepare(c, b->in, b->out, problem, why));
+  kv_kernel_resources res;
+  if (cf->resources(*problem, &res) == KV_OK) d->res = res;
+  *step = "launch";
+  probe_arg pa = {t, b};
+  KV_TRY(kv_cuda_time_case(&ctx, cf, *problem, rs, launch_deadline, probe, &pa, d));
+  KV_TRY(verification_launch(cf, *problem, t, b, launch_deadline));
+  if (d->device_fault || d->device_hang) {
+    *step = "injected device fault";
+    return inject(c, d, launch_deadline);
+  }
+  *step = "checks of the guard bands, inputs and launches";
+  KV_TRY(kv_cuda_buffers_check(&ctx, t, b, kv_cuda_deadline(rs, pass_estimate(cost->device_bytes)), d));
+  *step = "GPU reference and error statistics";
+  KV_TRY(collect(c, *problem, rs, t, cost, b, d));
+  *step = "cross-checks of the reference and the statistics";
+  return kv_cuda_xcheck(&ctx, c, t, cost, rs, b, d);
 }
 
 static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_case_data *d, char *message,
@@ -247,58 +205,39 @@ static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_c
   memset(&t, 0, sizeof t);
   f->tensors(c, &t);
   f->cost(c, &cost);
-  const double need = case_device_bytes(&t, &cost), avail = cuda_free_bytes();
+  const double need = kv_cuda_case_bytes(&t, &cost), avail = cuda_free_bytes();
   if (need > avail) {
     set_message(message, msglen, "needs %.2f GiB, %.2f GiB free", need / 1073741824.0, avail / 1073741824.0);
     return KV_ERR;
   }
-  case_buffers b;
+  kv_cuda_buffers b;
   memset(&b, 0, sizeof b);
   void *problem = NULL;
   const char *step = "device allocation", *why = NULL;
-  kv_status st = buffers_alloc(&t, &cost, &b);
-  if (st == KV_OK) {
-    step = "input generation";
-    st = fill_buffers(c, rs, &t, &b);
+  kv_status st = kv_cuda_buffers_alloc(&t, &cost, &b);
+  if (st == KV_OK) st = run_steps(c, rs, &t, &cost, &b, &problem, d, &step, &why);
+  if (kv_fatal_pending()) { /* a timeout or a sticky error: the device must not be touched again */
+    set_message(message, msglen, "cuda %s: %s", step, kv_fatal_pending());
+    return KV_ERR;
   }
-  if (st == KV_OK) {
-    step = "prepare";
-    st = f->cuda->prepare(c, b.in, b.out, &problem, &why);
-  }
-  kv_kernel_resources res;
-  if (st == KV_OK && f->cuda->resources(problem, &res) == KV_OK) d->res = res;
-  if (st == KV_OK) {
-    step = "launch";
-    st = kv_cuda_time_case(&ctx, f->cuda, problem, rs, d);
-  }
-  if (st == KV_OK && d->device_fault) {
-    step = "injected device fault";
-    st = inject_fault(c);
-  }
-  if (st == KV_OK) {
-    step = "GPU reference and error statistics";
-    st = collect(c, problem, rs, &t, &cost, &b, d);
-  }
-  if (st == KV_OK && cross_check(c, &t, &cost, rs, &b, d) != KV_OK)
-    kv_report(__FILE__, __LINE__, f->name, "cell %zu: CPU cross-check of the GPU reference failed", c->cell);
   if (problem) f->cuda->release(problem);
-  if (buffers_free(&b) != KV_OK && st == KV_OK) {
+  if (kv_cuda_buffers_free(&b) != KV_OK && st == KV_OK) {
     step = "device free";
     st = KV_ERR;
   }
-  if (st != KV_OK && why) {
-    set_message(message, msglen, "cuda %s: %s", step, why);
-    return st;
-  }
-  if (st != KV_OK) set_message(message, msglen, "cuda %s failed (see the log)", step);
+  if (st != KV_OK) set_message(message, msglen, "cuda %s: %s", step, why ? why : "failed (see the log)");
   return st;
 }
 
 static void cuda_finalize(void) {
-  if (ctx.flush) (void)CHECK_CUDA(cudaFree(ctx.flush));
-  if (ctx.stream) (void)CHECK_CUDA(cudaStreamDestroy(ctx.stream));
+  if (!kv_fatal_pending()) {
+    if (ctx.flush) (void)CHECK_CUDA(cudaFree(ctx.flush));
+    if (ctx.done) (void)CHECK_CUDA(cudaEventDestroy(ctx.done));
+    if (ctx.stream) (void)CHECK_CUDA(cudaStreamDestroy(ctx.stream));
+  }
   kv_nvml_close();
   ctx.flush = NULL;
+  ctx.done = NULL;
   ctx.stream = NULL;
   ctx.device = -1;
 }

@@ -10,16 +10,59 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/device.h"
+#include "backends/cuda/watchdog.h"
 #include "family_cuda.h"
 
 /* The process's device state, set up by init. */
 typedef struct {
   int device;
   cudaStream_t stream;
+  cudaEvent_t done;     /* recorded by kv_cuda_wait */
   void *flush;          /* L2 flush buffer, >= 2x the L2 size */
   size_t flush_bytes;
   double max_sm_clock;  /* MHz from NVML, NaN when unknown */
+  double copy_gbps, matrix_tflops, fp64_tflops; /* the rank's ceilings, for the watchdog's estimates */
 } kv_cuda_ctx;
+
+/* Wait for everything enqueued on the context's stream so far, under the watchdog (watchdog.h). */
+kv_status kv_cuda_wait(const kv_cuda_ctx *ctx, double deadline, const char *what);
+
+/* Device buffers of one case (buffers.c); every pointer NULL until allocated. Each output
+ * tensor sits between two guard bands (backend.h). The device words `sums` hold the
+ * checksums: inputs after generation [0, n_in), inputs after the launches
+ * [KV_MAX_TENSORS, +n_in), and the outputs of the first, the last timed and the verification
+ * launch [2 KV_MAX_TENSORS, +KV_LAUNCH_SUMS). */
+typedef struct {
+  void *in[KV_MAX_TENSORS], *out[KV_MAX_TENSORS], *out_alloc[KV_MAX_TENSORS];
+  double *ref, *mag, *aux_ref, *aux_mag;
+  unsigned long long *sums;
+} kv_cuda_buffers;
+
+/* Device bytes a case needs (its tensors with their guard bands, the reference's buffers). */
+double kv_cuda_case_bytes(const kv_tensors *t, const kv_cost *cost);
+kv_status kv_cuda_buffers_alloc(const kv_tensors *t, const kv_cost *cost, kv_cuda_buffers *b);
+/* Inputs from the shared generator and their checksums, outputs poisoned with NaN bits (an
+ * element a launch does not write stays NaN), guard bands filled. */
+kv_status kv_cuda_buffers_fill(const kv_cuda_ctx *ctx, const kv_case *c, const kv_run_settings *rs,
+                               const kv_tensors *t, kv_cuda_buffers *b);
+/* Poison the outputs again (before the verification launch). */
+kv_status kv_cuda_buffers_poison(const kv_cuda_ctx *ctx, const kv_tensors *t, kv_cuda_buffers *b);
+/* Enqueue the checksum of all outputs into launch slot `slot` (0 .. KV_LAUNCH_SUMS - 1). */
+kv_status kv_cuda_buffers_sum_outputs(const kv_cuda_ctx *ctx, const kv_tensors *t, kv_cuda_buffers *b, int slot);
+/* After the launches: the guard bands, the inputs' checksums against the first ones and the
+ * launch checksums against each other; what differs goes into d->out_of_bounds and
+ * d->nondeterministic (names the tensor and byte offset, or the launches); d->n_times names
+ * the last timed repetition. */
+kv_status kv_cuda_buffers_check(const kv_cuda_ctx *ctx, const kv_tensors *t, const kv_cuda_buffers *b, double deadline,
+                                kv_case_data *d);
+kv_status kv_cuda_buffers_free(kv_cuda_buffers *b);
+
+/* The cross-checks of the checker on sampled rows (xcheck.c): the GPU fp64 reference against
+ * the family's CPU reference (d->ref_xcheck), and, when the statistics were computed on the
+ * device, the device statistics of those rows against the host's (d->harness on a mismatch)
+ * and the full statistics' own consistency. */
+kv_status kv_cuda_xcheck(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tensors *t, const kv_cost *cost,
+                         const kv_run_settings *rs, const kv_cuda_buffers *b, kv_case_data *d);
 
 /* Pick this rank's device among the node's ranks (collective over the node's ranks when
  * MPI is initialised: MPI_Comm_split_type(SHARED) and an allgather of CUDA_VISIBLE_DEVICES),
@@ -34,11 +77,16 @@ kv_status kv_cuda_identify(int device, kv_rank_info *info);
  * GEMM rate (cuBLAS, 8192^3, random inputs) and DGEMM rate (4096^3). */
 kv_status kv_cuda_ceilings(cudaStream_t s, kv_rank_info *info);
 
-/* Warm-up and timed repetitions of one prepared case's launch (cf->launch(problem) alone) (CUDA events around each launch, L2
- * flushed between repetitions unless rs->l2_flush is 0), until the relative standard error
- * of the median reaches rs->rse_target (after rs->min_reps), rs->max_reps, or rs->time_cap
- * seconds of wall time; fills d->times, d->n_times and the telemetry fields. */
+/* Warm-up and timed repetitions of one prepared case's launch (cf->launch(problem) alone;
+ * CUDA events around each launch, L2 flushed between repetitions unless rs->l2_flush is 0),
+ * until the relative standard error of the median reaches rs->rse_target (after
+ * rs->min_reps), rs->max_reps, or rs->time_cap seconds of wall time; every wait under the
+ * watchdog's `deadline`; probe(probe_arg, 0) after the first launch and probe(probe_arg, 1)
+ * after the last timed repetition (outside the timed region); fills d->times, d->n_times and
+ * the telemetry. */
+typedef kv_status (*kv_launch_probe)(void *arg, int slot);
 kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem,
-                            const kv_run_settings *rs, kv_case_data *d);
+                            const kv_run_settings *rs, double deadline, kv_launch_probe probe, void *probe_arg,
+                            kv_case_data *d);
 
 #endif

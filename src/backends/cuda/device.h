@@ -1,6 +1,6 @@
 /* device.h - the cuda backend's own device code, called from its host half (C11): the input
- * generator, the error statistics on the device and the real sticky fault of --inject sticky
- * (generate.cu, errstats.cu, fault.cu), and the backend itself. */
+ * generator, the error statistics on the device, the buffer checksum, and the real faults of
+ * --inject sticky and hang (generate.cu, errstats.cu, checks.cu, fault.cu), and the backend. */
 #ifndef KVAL_BACKENDS_CUDA_DEVICE_H
 #define KVAL_BACKENDS_CUDA_DEVICE_H
 
@@ -21,12 +21,21 @@ kv_status kv_cuda_generate(void *d_buf, const kv_tensor_spec *t, uint64_t key, v
 
 /* kv_errstats_compute on the device (errstats.cu): the same statistics of n elements of a
  * device output d_out (flat indices d_index, or NULL for 0..n-1) against the device reference
- * d_ref and magnitude term d_mag. Maxima, counts, histogram, worst_index and p99_ulp equal the
- * host's; the sums differ from the host's only by summation order (deterministic). Ends with
- * a synchronize of `stream`. */
+ * d_ref and magnitude term d_mag (position i of the compared sequence). Maxima, counts,
+ * histogram, worst_index and p99_ulp equal the host's; the sums differ from the host's only by
+ * summation order (deterministic). Ends waiting for `stream` under the watchdog's deadline. */
 kv_status kv_cuda_errstats(const void *d_out, kv_dtype out_t, const int64_t *d_index, const double *d_ref,
                            const double *d_mag, size_t n, kv_precision prec, const kv_tolerance *tol, double red_len,
-                           kv_errstats *st, void *stream);
+                           double deadline, kv_errstats *st, void *stream);
+
+/* Add the order-independent 64-bit checksum of bytes of a device buffer, under a salt (one per
+ * buffer summed into the same word), to the device word d_sum; enqueued on `stream`
+ * (checks.cu). */
+kv_status kv_cuda_checksum(const void *d_buf, size_t bytes, unsigned salt, unsigned long long *d_sum, void *stream);
+
+/* A kernel that never finishes (fault.cu), for --inject hang: it spins on a device word that
+ * nothing writes; only the watchdog ends the wait for it. Enqueued on `stream`. */
+kv_status kv_cuda_hang(void *stream);
 
 /* A real sticky device error (fault.cu): a kernel that stores through an invalid device
  * address, then a synchronize of `stream`; returns KV_ERR with the fatal error deferred

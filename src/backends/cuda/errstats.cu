@@ -17,7 +17,9 @@
 
 #include "core/cuda_check.cuh"
 #include "backends/cuda/device.h"
+#include "backends/cuda/watchdog.h"
 #include "numerics/narrow.h"
+#include "numerics/ulp.h"
 
 namespace {
 
@@ -34,11 +36,11 @@ struct hist_table {
 
 /* Accumulators of a set of elements; combine() is associative for everything but the sums. */
 struct partial {
-  double sum_abs, sum_err2, sum_ref2;
+  double sum_abs, sum_err2, sum_ref2, sum_e, sum_s, sum_e2; /* the last three: the bias sums */
   double max_abs, max_rel, max_ulp, max_round;
   double worst_ratio;            /* -1 before the first element (every ratio is >= 0) */
   unsigned long long worst_pos;  /* position i of the worst element in the compared sequence */
-  unsigned long long n_finite, n_nan, n_inf;
+  unsigned long long n_finite, n_nan, n_inf, n_bias;
 };
 
 /* The device scratch of one call: the results, and the radix select's state. */
@@ -58,6 +60,7 @@ struct params {
   const double *ref, *mag;
   size_t n;
   double coef_ref, coef_mag, abs_floor, rel_floor;
+  double bias_min; /* elements whose |ref| reaches it enter the bias sums (errstats.c) */
   const hist_table *tab;
 };
 
@@ -87,13 +90,7 @@ __device__ __forceinline__ double round_to(double x) {
 /* kv_ulp_distance for finite a, b: |a - b| in ulps of T at b's magnitude. */
 template <kv_dtype T>
 __device__ __forceinline__ double ulp_distance(double a, double b) {
-  const int p = T == KV_FP16 ? 11 : T == KV_BF16 ? 8 : T == KV_FP32 ? 24 : 53;
-  const int emin = T == KV_FP16 ? -14 : T == KV_FP64 ? -1022 : -126;
-  const int e = (int)(((uint64_t)__double_as_longlong(b) >> 52) & 0x7ff) - 1023;
-  const int q = (e < emin ? emin : e) - (p - 1);
-  const double ulp = q >= -1022 ? __longlong_as_double((long long)((uint64_t)(q + 1023) << 52))
-                                : __longlong_as_double((long long)((uint64_t)1 << (q + 1074)));
-  return fabs(a - b) / ulp;
+  return fabs(a - b) / kv_ulp_at(b, T);
 }
 
 /* errstats.c's hist_bin of a finite error. */
@@ -110,7 +107,8 @@ __device__ __forceinline__ int hist_bin(const hist_table *t, double err) {
 /* One compared element, classified as in kv_errstats_compute. */
 struct element {
   double err, aref, rel, ratio, ulp, dround;
-  int bin;
+  double e; /* (out - ref) / ulp(ref) */
+  int bin, in_bias;
   int kind; /* 0 ordinary, 1 exact non-finite, 2 NaN output, 3 Inf output, 4 reference non-finite */
 };
 
@@ -120,7 +118,8 @@ __device__ __forceinline__ element classify(const params &p, size_t i) {
   const double o = load<T>(p.out, j), r = p.ref[i];
   const double rounded = round_to<T>(r);
   element x;
-  x.err = x.aref = x.rel = 0.0;
+  x.err = x.aref = x.rel = x.e = 0.0;
+  x.in_bias = 0;
   if (isfinite(o) && isfinite(r)) {
     x.kind = 0;
     x.err = fabs(o - r);
@@ -131,6 +130,8 @@ __device__ __forceinline__ element classify(const params &p, size_t i) {
     x.ulp = ulp_distance<T>(o, r);
     x.bin = hist_bin(p.tab, x.err);
     x.rel = __ddiv_rn(x.err, x.aref > p.rel_floor ? x.aref : p.rel_floor);
+    x.e = __ddiv_rn(__dsub_rn(o, r), kv_ulp_at(r, T));
+    x.in_bias = x.aref >= p.bias_min && fabs(x.e) <= KV_BIAS_WINDOW;
   } else if (isnan(o) ? isnan(r) : o == rounded) {
     x.kind = 1, x.ratio = 0.0, x.ulp = 0.0, x.bin = 0;
   } else if (isfinite(r)) {
@@ -145,17 +146,20 @@ __device__ __forceinline__ element classify(const params &p, size_t i) {
 __device__ __forceinline__ double max_of(double a, double b) { return b > a ? b : a; } /* a NaN b never wins */
 
 __device__ __forceinline__ void partial_init(partial &a) {
-  a.sum_abs = a.sum_err2 = a.sum_ref2 = 0.0;
+  a.sum_abs = a.sum_err2 = a.sum_ref2 = a.sum_e = a.sum_s = a.sum_e2 = 0.0;
   a.max_abs = a.max_rel = a.max_ulp = a.max_round = 0.0;
   a.worst_ratio = -1.0;
   a.worst_pos = ~0ULL;
-  a.n_finite = a.n_nan = a.n_inf = 0;
+  a.n_finite = a.n_nan = a.n_inf = a.n_bias = 0;
 }
 
 __device__ __forceinline__ void combine(partial &a, const partial &b) {
   a.sum_abs += b.sum_abs;
   a.sum_err2 += b.sum_err2;
   a.sum_ref2 += b.sum_ref2;
+  a.sum_e += b.sum_e;
+  a.sum_s += b.sum_s;
+  a.sum_e2 += b.sum_e2;
   a.max_abs = max_of(a.max_abs, b.max_abs);
   a.max_rel = max_of(a.max_rel, b.max_rel);
   a.max_ulp = max_of(a.max_ulp, b.max_ulp);
@@ -167,6 +171,7 @@ __device__ __forceinline__ void combine(partial &a, const partial &b) {
   a.n_finite += b.n_finite;
   a.n_nan += b.n_nan;
   a.n_inf += b.n_inf;
+  a.n_bias += b.n_bias;
 }
 
 /* bins[b]++ for this thread, one shared atomic per distinct b among the warp's active threads
@@ -203,6 +208,12 @@ __global__ void __launch_bounds__(kThreads) stats_kernel(params p, partial *bloc
       a.sum_ref2 += __dmul_rn(x.aref, x.aref);
       a.max_abs = max_of(a.max_abs, x.err);
       a.max_rel = max_of(a.max_rel, x.rel);
+      if (x.in_bias) {
+        a.n_bias++;
+        a.sum_e += x.e;
+        a.sum_s += p.ref[i] < 0.0 ? -x.e : x.e;
+        a.sum_e2 += __dmul_rn(x.e, x.e);
+      }
     }
     a.n_nan += x.kind == 2;
     a.n_inf += x.kind == 3;
@@ -282,20 +293,11 @@ kv_status launch_all(const params &p, unsigned nblocks, partial *blocks, scratch
   return KV_OK;
 }
 
-double min_normal(kv_dtype t) { /* as errstats.c */
-  switch (t) {
-    case KV_FP16: return 0x1p-14;
-    case KV_BF16:
-    case KV_FP32: return 0x1p-126;
-    default: return 0x1p-1022;
-  }
-}
-
-kv_status run(const params &p, kv_dtype out_t, scratch *host, cudaStream_t s) {
+kv_status run(const params &p, kv_dtype out_t, scratch *host, double deadline, cudaStream_t s) {
   size_t want = (p.n + kThreads - 1) / kThreads;
   const unsigned nblocks = want > kMaxBlocks ? kMaxBlocks : (unsigned)want; /* a function of n only */
   void *mem = NULL;
-  KV_TRY(CHECK_CUDA(cudaMalloc(&mem, sizeof(scratch) + nblocks * sizeof(partial))));
+  KV_TRY(CHECK_CUDA(cudaMallocAsync(&mem, sizeof(scratch) + nblocks * sizeof(partial), s)));
   scratch *sc = static_cast<scratch *>(mem);
   partial *blocks = reinterpret_cast<partial *>(sc + 1);
   params q = p;
@@ -310,8 +312,12 @@ kv_status run(const params &p, kv_dtype out_t, scratch *host, cudaStream_t s) {
     }
   }
   if (st == KV_OK) st = CHECK_CUDA(cudaMemcpyAsync(host, sc, sizeof *host, cudaMemcpyDeviceToHost, s));
-  if (st == KV_OK) st = CHECK_CUDA(cudaStreamSynchronize(s));
-  if (CHECK_CUDA(cudaFree(mem)) != KV_OK) st = KV_ERR;
+  if (CHECK_CUDA(cudaFreeAsync(mem, s)) != KV_OK) st = KV_ERR;
+  cudaEvent_t done = NULL;
+  if (st == KV_OK) st = CHECK_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  if (st == KV_OK) st = CHECK_CUDA(cudaEventRecord(done, s));
+  if (st == KV_OK) st = kv_cuda_wait_event(done, deadline, "the error statistics on the device");
+  if (done && !kv_fatal_pending() && CHECK_CUDA(cudaEventDestroy(done)) != KV_OK) st = KV_ERR;
   return st;
 }
 
@@ -319,7 +325,7 @@ kv_status run(const params &p, kv_dtype out_t, scratch *host, cudaStream_t s) {
 
 extern "C" kv_status kv_cuda_errstats(const void *d_out, kv_dtype out_t, const int64_t *d_index, const double *d_ref,
                                       const double *d_mag, size_t n, kv_precision prec, const kv_tolerance *tol,
-                                      double red_len, kv_errstats *st, void *stream) {
+                                      double red_len, double deadline, kv_errstats *st, void *stream) {
   memset(st, 0, sizeof *st);
   st->worst_index = -1;
   st->n_checked = (int64_t)n;
@@ -344,8 +350,9 @@ extern "C" kv_status kv_cuda_errstats(const void *d_out, kv_dtype out_t, const i
   p.coef_mag = tol->c2 * sqrt(red_len > 1.0 ? red_len : 1.0) * kv_dtype_unit_roundoff(prec.accum);
   p.abs_floor = tol->abs_floor;
   p.rel_floor = tol->rel_floor;
+  p.bias_min = kv_min_normal(out_t);
   p.tab = NULL;
-  const kv_status rc = run(p, out_t, host, static_cast<cudaStream_t>(stream));
+  const kv_status rc = run(p, out_t, host, deadline, static_cast<cudaStream_t>(stream));
   if (rc == KV_OK) {
     const partial &t = host->total;
     st->max_abs = t.max_abs;
@@ -356,11 +363,13 @@ extern "C" kv_status kv_cuda_errstats(const void *d_out, kv_dtype out_t, const i
     memcpy(&st->p99_ulp, &host->prefix, sizeof st->p99_ulp);
     st->max_bound_ratio = t.worst_ratio;
     st->worst_index = host->worst_index;
-    const double baseline = t.max_round > min_normal(out_t) ? t.max_round : min_normal(out_t);
+    const double baseline = t.max_round > kv_min_normal(out_t) ? t.max_round : kv_min_normal(out_t);
     st->floor_ratio = t.max_abs / baseline;
     st->n_nan = (int64_t)t.n_nan;
     st->n_inf = (int64_t)t.n_inf;
     for (int b = 0; b < KV_HIST_BINS; b++) st->hist[b] = host->hist[b];
+    st->n_bias = (int64_t)t.n_bias;
+    kv_errstats_bias(st, t.sum_e, t.sum_s, t.sum_e2);
   }
   free(host);
   return rc;

@@ -1,7 +1,8 @@
-/* cuda_harness.c - the timing harness of the cuda backend: warm-up launches, then timed
- * repetitions with a CUDA event pair around each launch; between repetitions (outside the
- * timed region) a memset of a buffer twice the L2 size evicts the inputs and outputs from
- * L2 unless the deck asks for warm timing. The loop stops when the relative standard error
+/* harness.c - the timing harness of the cuda backend: warm-up launches, then timed
+ * repetitions with a CUDA event pair around each launch, every wait under the watchdog (the
+ * first launch and the last timed one are handed to the backend's probe, which checksums the
+ * outputs); between repetitions (outside the timed region) a memset of a buffer twice the L2
+ * size evicts the inputs and outputs from L2 unless the deck asks for warm timing. The loop stops when the relative standard error
  * of the median reaches the target (after min_reps), at max_reps, or when time_cap seconds
  * of wall time have passed. NVML telemetry is read after the warm-up, every 0.25 s during
  * the loop and after it: lowest and highest SM clock, memory clock, temperature, power,
@@ -31,24 +32,33 @@ static void telemetry_read(const kv_cuda_ctx *ctx, kv_telemetry *d) {
   if (s.have_throttle) d->throttle_reasons |= s.throttle_reasons;
 }
 
-/* One timed repetition: flush (untimed), event, launch, event, wait. */
+/* One timed repetition: flush (untimed), event, launch, event, wait (under the watchdog). */
 static kv_status time_once(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem, int flush,
-                           cudaEvent_t e0, cudaEvent_t e1, double *seconds) {
+                           double deadline, cudaEvent_t e0, cudaEvent_t e1, double *seconds) {
   if (flush) KV_TRY(CHECK_CUDA(cudaMemsetAsync(ctx->flush, 0x5a, ctx->flush_bytes, ctx->stream)));
   KV_TRY(CHECK_CUDA(cudaEventRecord(e0, ctx->stream)));
   KV_TRY(cf->launch(problem, ctx->stream));
   KV_TRY(CHECK_CUDA(cudaEventRecord(e1, ctx->stream)));
-  KV_TRY(CHECK_CUDA(cudaEventSynchronize(e1)));
+  KV_TRY(kv_cuda_wait_event(e1, deadline, "a timed launch"));
   float ms = 0.0f;
   KV_TRY(CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1)));
   *seconds = 1e-3 * (double)ms;
   return KV_OK;
 }
 
+typedef struct {
+  double deadline;
+  kv_launch_probe probe;
+  void *probe_arg;
+} watch;
+
 static kv_status repeat(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem,
-                        const kv_run_settings *rs, cudaEvent_t e0, cudaEvent_t e1, kv_case_data *d) {
-  for (int i = 0; i < rs->warmup; i++) KV_TRY(cf->launch(problem, ctx->stream));
-  KV_TRY(CHECK_CUDA(cudaStreamSynchronize(ctx->stream)));
+                        const kv_run_settings *rs, const watch *w, cudaEvent_t e0, cudaEvent_t e1, kv_case_data *d) {
+  for (int i = 0; i < rs->warmup; i++) {
+    KV_TRY(cf->launch(problem, ctx->stream));
+    if (i == 0) KV_TRY(w->probe(w->probe_arg, 0));
+    KV_TRY(kv_cuda_wait(ctx, w->deadline, "a warm-up launch"));
+  }
   telemetry_read(ctx, &d->tel);
   const int max_reps = rs->max_reps > 0 ? rs->max_reps : 1;
   d->times = KV_MALLOC((size_t)max_reps * sizeof *d->times);
@@ -57,7 +67,8 @@ static kv_status repeat(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const 
   const double start = kv_wtime();
   double last_reading = start;
   while (d->n_times < max_reps) {
-    KV_TRY(time_once(ctx, cf, problem, rs->l2_flush, e0, e1, &d->times[d->n_times]));
+    KV_TRY(time_once(ctx, cf, problem, rs->l2_flush, w->deadline, e0, e1, &d->times[d->n_times]));
+    if (d->n_times == 0 && rs->warmup == 0) KV_TRY(w->probe(w->probe_arg, 0));
     d->n_times++;
     const double now = kv_wtime();
     if (now - last_reading >= TELEMETRY_INTERVAL) {
@@ -68,16 +79,19 @@ static kv_status repeat(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const 
     if (d->n_times >= rs->min_reps && kv_timing_median_rse(d->times, d->n_times) <= rs->rse_target) break;
   }
   telemetry_read(ctx, &d->tel);
-  return KV_OK;
+  return w->probe(w->probe_arg, 1);
 }
 
 kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem,
-                            const kv_run_settings *rs, kv_case_data *d) {
+                            const kv_run_settings *rs, double deadline, kv_launch_probe probe, void *probe_arg,
+                            kv_case_data *d) {
+  const watch w = {deadline, probe, probe_arg};
   kv_telemetry_unknown(&d->tel);
   cudaEvent_t e0 = NULL, e1 = NULL;
   kv_status st = CHECK_CUDA(cudaEventCreate(&e0));
   if (st == KV_OK) st = CHECK_CUDA(cudaEventCreate(&e1));
-  if (st == KV_OK) st = repeat(ctx, cf, problem, rs, e0, e1, d);
+  if (st == KV_OK) st = repeat(ctx, cf, problem, rs, &w, e0, e1, d);
+  if (kv_fatal_pending()) return st; /* after a timeout the device must not be touched again */
   if (e0 && CHECK_CUDA(cudaEventDestroy(e0)) != KV_OK) st = KV_ERR;
   if (e1 && CHECK_CUDA(cudaEventDestroy(e1)) != KV_OK) st = KV_ERR;
   return st;

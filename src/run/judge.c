@@ -1,0 +1,165 @@
+/* judge.c - the verdict of one case (judge.h). Checks, each recorded in the row, and the
+ * status they give when they fail, the most severe winning:
+ *   error                  the checker disagrees with itself: the GPU fp64 reference against
+ *                          the CPU one beyond KV_REF_XCHECK_BOUND, or the device statistics
+ *                          against the host's on a sample (the backend's `harness` finding);
+ *   fail_out_of_bounds     a guard band around an output, or an input, changed;
+ *   fail_nondeterministic  launches of the case wrote different bits;
+ *   fail_nonfinite         NaN/Inf where the reference is finite (output or auxiliary output);
+ *   fail_tolerance         an element beyond its bound (output or auxiliary output);
+ *   fail_bias              a rounding bias round to nearest cannot produce;
+ *   fail_timing            a rate above KV_ROOFLINE_LIMIT times the measured ceiling. */
+#include "run/judge.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "numerics/errstats.h"
+#include "numerics/tolerance.h"
+
+/* Severity of a status: a more severe finding replaces the verdict (and its message). */
+static int severity(int status) {
+  switch (status) {
+    case KV_ERROR: return 7;
+    case KV_FAIL_OUT_OF_BOUNDS: return 6;
+    case KV_FAIL_NONDETERMINISTIC: return 5;
+    case KV_FAIL_NONFINITE: return 4;
+    case KV_FAIL_TOLERANCE: return 3;
+    case KV_FAIL_BIAS: return 2;
+    case KV_FAIL_TIMING: return 1;
+    default: return 0;
+  }
+}
+
+static void raise_status(kv_result *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void raise_status(kv_result *r, int status, const char *fmt, ...) {
+  if (severity(status) <= severity(r->status)) return;
+  r->status = status;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->message, sizeof r->message, fmt, ap);
+  va_end(ap);
+}
+
+static kv_tolerance tolerance_of(const kv_case *c, const kv_run_settings *rs) {
+  return rs->has_tol_override ? rs->tol_override : kv_tolerance_default(c->prec);
+}
+
+/* Error statistics of output 0 on the host (the backend handed back ref and mag). */
+static kv_status host_errstats(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, const kv_case_data *d,
+                               kv_errstats *es) {
+  size_t n = d->n_rows * d->row_len;
+  int64_t *index = NULL;
+  if (d->rows) {
+    index = KV_MALLOC(n * sizeof *index);
+    KV_TRY(CHECK_ALLOC(index));
+    for (size_t i = 0; i < d->n_rows; i++)
+      for (size_t j = 0; j < d->row_len; j++) index[i * d->row_len + j] = (int64_t)(d->rows[i] * d->row_len + j);
+  }
+  const kv_tolerance tol = tolerance_of(c, rs);
+  int rc = kv_errstats_compute(d->out, d->out_type, index, d->ref, d->mag, n, c->prec, &tol, cost->red_len, es);
+  free(index);
+  return rc == 0 ? KV_OK : KV_ERR;
+}
+
+/* The auxiliary output (fa2's fp32 LSE), row by row against its reference: a reference that
+ * is not finite (a fully masked row's -inf) must be met exactly, a finite one within
+ * c2 * aux_mag (the family's magnitude term of that output). */
+static void judge_aux(const kv_case *c, const kv_run_settings *rs, const kv_case_data *d, kv_result *r) {
+  if (!d->aux || !d->aux_ref) return;
+  const double c2 = tolerance_of(c, rs).c2;
+  double worst = 0.0, worst_ratio = 0.0;
+  size_t bad = 0, beyond = 0, worst_row = 0;
+  for (size_t i = 0; i < d->n_rows; i++) {
+    const size_t row = d->rows ? d->rows[i] : i;
+    const double got = d->aux[row], want = d->aux_ref[i];
+    if (!isfinite(want)) {
+      bad += !(got == want || (isnan(got) && isnan(want)));
+      continue;
+    }
+    if (!isfinite(got)) {
+      bad++;
+      continue;
+    }
+    const double err = fabs(got - want), ratio = err == 0.0 ? 0.0 : err / (c2 * (d->aux_mag ? d->aux_mag[i] : 0.0));
+    if (err > worst) worst = err;
+    if (ratio > worst_ratio) worst_ratio = ratio, worst_row = row;
+    beyond += ratio > 1.0;
+  }
+  r->aux_max_abs = worst;
+  r->aux_bound_ratio = bad ? INFINITY : worst_ratio;
+  if (bad)
+    raise_status(r, KV_FAIL_NONFINITE, "auxiliary output: %zu rows non-finite where the reference is not", bad);
+  else if (beyond)
+    raise_status(r, KV_FAIL_TOLERANCE, "auxiliary output beyond its bound in %zu rows (worst row %zu: %.3g x bound)",
+                 beyond, worst_row, worst_ratio);
+}
+
+/* A systematic bias in the rounding of the output: judged where the family says the output
+ * must be unbiased, the output is a 16-bit type (an fp32 output's rounding is not the last
+ * step of a computation in a wider type) and enough elements are in the statistics. */
+static void judge_bias(const kv_case *c, const kv_run_settings *rs, kv_result *r) {
+  const kv_errstats *s = &r->stats;
+  const kv_family *f = c->fp->family;
+  if (rs->bias_limit <= 0.0 || !f->unbiased || !f->unbiased(c) || c->prec.storage == KV_FP32 ||
+      s->n_bias < KV_BIAS_MIN_ELEMENTS)
+    return;
+  const double limit = fmax(rs->bias_limit, KV_BIAS_SIGMAS * s->bias_se);
+  if (fabs(s->bias_ulp) > limit)
+    raise_status(r, KV_FAIL_BIAS, "rounding bias %+.3g ulp (se %.2g, limit %.2g): directed rounding?", s->bias_ulp,
+                 s->bias_se, limit);
+  else if (fabs(s->bias_mag_ulp) > limit)
+    raise_status(r, KV_FAIL_BIAS, "rounding bias %+.3g ulp %s zero (se %.2g, limit %.2g): truncation?",
+                 s->bias_mag_ulp, s->bias_mag_ulp < 0 ? "toward" : "away from", s->bias_se, limit);
+}
+
+/* Timing statistics and throughput; a rate the device cannot reach fails the timing. */
+static void judge_timing(const kv_cost *cost, const kv_run_settings *rs, const kv_rank_info *info, kv_case_data *d,
+                         kv_result *r) {
+  kv_timing_summarize(d->times, d->n_times, &r->timing);
+  const double median = r->timing.median;
+  r->tflops = cost->flops / median / 1e12;
+  r->gbps = cost->bytes / median / 1e9;
+  r->intensity = cost->flops / cost->bytes;
+  double ceiling = r->intensity * info->copy_gbps * 1e9; /* FLOP/s the memory system allows */
+  if (isfinite(info->matrix_tflops) && info->matrix_tflops * 1e12 < ceiling) ceiling = info->matrix_tflops * 1e12;
+  r->roofline_frac = cost->flops / median / ceiling;
+  /* warm timing may run from caches faster than the copy bandwidth: only L2-cold rates judged */
+  if (rs->l2_flush && isfinite(r->roofline_frac) && r->roofline_frac > KV_ROOFLINE_LIMIT)
+    raise_status(r, KV_FAIL_TIMING, "%.3g x the measured ceiling (limit %.2f): the timing cannot be true",
+                 r->roofline_frac, KV_ROOFLINE_LIMIT);
+}
+
+kv_status kv_judge_case(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, const kv_rank_info *info,
+                        kv_case_data *d, kv_result *r) {
+  if (d->has_stats)
+    r->stats = d->stats;
+  else
+    KV_TRY(host_errstats(c, cost, rs, d, &r->stats));
+  r->red_len = cost->red_len;
+  r->ref_rows = (int64_t)d->n_rows;
+  r->status = kv_errstats_verdict(&r->stats);
+  if (r->status == KV_FAIL_NONFINITE)
+    snprintf(r->message, sizeof r->message, "%lld NaN, %lld Inf outputs where the reference is finite",
+             (long long)r->stats.n_nan, (long long)r->stats.n_inf);
+  else if (r->status == KV_FAIL_TOLERANCE)
+    snprintf(r->message, sizeof r->message, "output beyond its bound: %.3g x bound at element %lld",
+             r->stats.max_bound_ratio, (long long)r->stats.worst_index);
+  judge_aux(c, rs, d, r);
+  judge_bias(c, rs, r);
+  judge_timing(cost, rs, info, d, r);
+  r->ref_seconds = d->ref_seconds;
+  r->ref_xcheck = d->ref_xcheck;
+  r->tel = d->tel;
+  r->res = d->res;
+  if (d->nondeterministic[0]) raise_status(r, KV_FAIL_NONDETERMINISTIC, "%s", d->nondeterministic);
+  if (d->out_of_bounds[0]) raise_status(r, KV_FAIL_OUT_OF_BOUNDS, "%s", d->out_of_bounds);
+  if (isfinite(d->ref_xcheck) && d->ref_xcheck > KV_REF_XCHECK_BOUND)
+    raise_status(r, KV_ERROR, "harness: GPU and CPU fp64 references disagree by %.3g (bound %.0e)", d->ref_xcheck,
+                 KV_REF_XCHECK_BOUND);
+  if (d->harness[0]) raise_status(r, KV_ERROR, "harness: %s", d->harness);
+  return KV_OK;
+}
