@@ -60,8 +60,7 @@ static int cpu_available(void) { return 1; }
 static kv_status cpu_init(int local_rank, int local_size, const kv_run_settings *rs, kv_rank_info *info) {
   (void)rs;
   memset(info, 0, sizeof *info);
-  if (gethostname(info->host, sizeof info->host) != 0) snprintf(info->host, sizeof info->host, "unknown");
-  info->host[sizeof info->host - 1] = '\0';
+  kv_node_name(info->host, sizeof info->host);
   info->local_rank = local_rank;
   info->local_size = local_size;
   node_ranks = local_size > 0 ? local_size : 1;
