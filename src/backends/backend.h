@@ -20,7 +20,7 @@
 typedef struct {
   char host[KV_STR];       /* the node: kv_node_name() */
   int local_rank, local_size;
-  int device_index;        /* -1 on the cpu backend */
+  int device_index;        /* -1 on the cpu backend (its fake GPU with KVAL_TEST_FAKE_GPUS=1) */
   char device_name[KV_STR];
   char uuid[KV_STR];
   char serial[KV_STR];
