@@ -15,6 +15,7 @@
 #   slurm_in_state JOB STATE..., slurm_ended JOB   conditions for the waits
 #   slurm_wait_job JOB LOG CMD...        poll until CMD succeeds, while JOB makes progress
 #   slurm_wait_for SECONDS WHAT CMD...   poll until CMD succeeds, at most SECONDS
+#   slurm_step TEXT            print TEXT with the seconds since slurm_start
 # Waits poll every half second; slurm_wait_job fails only after SLURM_STALL_S seconds (default
 # 300) without progress (a change of the job's state, growth of its log) or SLURM_WAIT_CAP_S
 # (default 1200) in all, so a loaded machine makes them slower, never wrong. A failed client
@@ -25,7 +26,7 @@
 slurm_port_busy() { command -v ss >/dev/null 2>&1 && [ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]; }
 
 slurm_start() {
-  d=$1 sc_n=${2:-1}
+  d=$1 sc_n=${2:-1} SLURM_T0=$(date +%s)
   mkdir -p "$d/state" "$d/munge" || return 1
   chown munge:munge "$d/munge" && chmod 700 "$d/munge"
   key=/etc/munge/munge.key
@@ -109,9 +110,10 @@ CONF
   export SLURM_CONF SLURM_FAKE_GPUS
   # The emulated nodes share one kernel: Open MPI's shared-memory transport names its segments
   # by host name and node-local rank, so ranks of two nodes would share (and corrupt) one
-  # segment. TCP between all ranks; jobs inherit this (sbatch --export=ALL).
-  OMPI_MCA_btl=self,tcp
-  export OMPI_MCA_btl
+  # segment. TCP between all ranks; jobs inherit this (sbatch --export=ALL). Up to 8 ranks share
+  # the machine's cores: a rank waiting in a collective yields instead of spinning.
+  OMPI_MCA_btl=self,tcp OMPI_MCA_mpi_yield_when_idle=1
+  export OMPI_MCA_btl OMPI_MCA_mpi_yield_when_idle
   /usr/sbin/slurmctld -f "$SLURM_CONF" || { echo "slurm_cluster: slurmctld did not start"; cat "$d/slurmctld.log"; return 1; }
   k=1
   while [ $k -le "$sc_n" ]; do
@@ -124,6 +126,9 @@ CONF
     return 1
   fi
 }
+
+# slurm_step TEXT: "-- [N s] TEXT", N the seconds since slurm_start (the tests' own timing).
+slurm_step() { echo "-- [$(($(date +%s) - SLURM_T0)) s] $*"; }
 
 slurm_nodes_idle() { [ "$(sinfo -h -N -o '%T' 2>/dev/null | grep -c '^idle$')" -eq "$1" ]; }
 slurm_daemon_failed() { grep -qE 'fatal:|Unable to bind listen port' "$1/slurmctld.log" "$1"/slurmd-n*.log 2>/dev/null; }

@@ -49,6 +49,7 @@ h5attr() { "$PYTHON" -c 'import sys, h5py; v = h5py.File(sys.argv[1], "r").attrs
 print(v.decode() if isinstance(v, bytes) else v)' "$1" "$2"; }
 
 # 1-2. Two nodes in one job; the per-node GPU binding (the three jobs run side by side).
+slurm_step "1-2. two nodes in one job; the per-node GPU binding"
 two=$(FAKE="" submit two --nodes=2 --ntasks-per-node=2) || fail "sbatch of the 2-node job"
 if [ "$SLURM_FAKE_GPUS" -eq 1 ]; then
   gpus=$(FAKE=1 submit gpus --nodes=2 --ntasks-per-node=2 --gpus-per-node=2) || fail "sbatch --gpus-per-node=2"
@@ -94,10 +95,12 @@ if [ -n "$gpus" ]; then
 fi
 
 # 3. The time-limit path of a 2-node job.
+slurm_step "3. the time-limit path of a 2-node job"
 kval_requeue_rehearsal "$tmp/requeue" 4 --nodes=2 --ntasks-per-node=2 || rc=1
 
 # 4. The fleet campaign over the partition: kval behind a wrapper that adds --inject (from the job
 #    environment) on the node KVAL_INJECT_NODE names; n3 crashes mid-run.
+slurm_step "4. fleet campaign: bitflip on n2, n3 crashed"
 cat > "$tmp/kval-inject" <<EOF
 #!/bin/sh
 # kval with --inject \$KVAL_INJECT on node \$KVAL_INJECT_NODE, unchanged on every other node
@@ -150,6 +153,7 @@ fi
 [ $rc -eq 0 ] && echo "ok: fleet.sh over 4 nodes: 4 jobs + analysis; verdict names n2 (bitflip) and reports n3 (crashed) missing"
 
 # 5. A fleet campaign with n3 down from the start: no job there, n3 missing in the verdict.
+slurm_step "5. fleet campaign with n3 down"
 bash "$top_srcdir/jobs/fleet.sh" -p test -g 0 -o "$tmp/fleet2" -d "$tmp/tiny.deck" -t 00:30:00 >"$tmp/fleet2.log" 2>&1 ||
   { fail "fleet.sh with n3 down"; cat "$tmp/fleet2.log"; }
 aid=$(sed -n 's/^fleet.sh: analysis -> job \([0-9]*\).*/\1/p' "$tmp/fleet2.log")
@@ -163,4 +167,5 @@ if [ -s "$js" ] && [ "$(verdict "$js" '[(d["host"], d["state"]) for d in r["miss
 else
   fail "fleet.sh with n3 down: verdict"; cat "$tmp/fleet2"/analyze-*.out
 fi
+slurm_step "done"
 exit $rc

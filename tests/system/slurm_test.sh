@@ -31,6 +31,7 @@ rc=0
 fail() { echo "FAIL: $*"; rc=1; }
 
 # 1. kval.sbatch: 2 ranks on one node.
+slurm_step "1. kval.sbatch"
 mkdir -p "$tmp/single"
 cd "$tmp/single" || exit 1
 id=$(sbatch --parsable --ntasks=2 --time=00:30:00 \
@@ -39,6 +40,7 @@ slurm_wait_job "$id" "$tmp/single/kval-$id.out" slurm_ended "$id" || fail "kval.
 kval_job_ok "$id" "$tmp/single" 2 && echo "ok: kval.sbatch job $id wrote $tmp/single/kval-$id.h5" || rc=1
 
 # 2. fleet.sh: one job per node and the dependent analysis job.
+slurm_step "2. fleet.sh"
 bash "$top_srcdir/jobs/fleet.sh" -p test -g 0 -o "$tmp/fleet" -d "$tmp/tiny.deck" -t 00:30:00 \
   >"$tmp/fleet.log" 2>&1 || { fail "fleet.sh"; cat "$tmp/fleet.log"; }
 aid=$(sed -n 's/^fleet.sh: analysis -> job \([0-9]*\).*/\1/p' "$tmp/fleet.log")
@@ -51,6 +53,7 @@ grep -q "<testsuite" "$tmp/fleet/fleet-junit.xml" 2>/dev/null || fail "fleet JUn
 [ $rc -eq 0 ] && echo "ok: fleet.sh campaign and its analysis job"
 
 # 3. precision-study.sbatch: split mode, then the precision analysis.
+slurm_step "3. precision-study.sbatch"
 mkdir -p "$tmp/prec"
 cd "$tmp/prec" || exit 1
 pid=$(sbatch --parsable --ntasks=2 --time=00:30:00 \
@@ -63,5 +66,7 @@ ls "$tmp/prec/precision-$pid"/*.html >/dev/null 2>&1 || { fail "precision study 
 
 # 4. Time limit: Slurm's warning signal (USR1) to the batch shell stops kval (exit 143, file
 #    resumable); the job requeues itself and the rerun completes the same file with --resume.
+slurm_step "4. time-limit warning, requeue, --resume"
 kval_requeue_rehearsal "$tmp/requeue" 2 --ntasks=2 || rc=1
+slurm_step "done"
 exit $rc
