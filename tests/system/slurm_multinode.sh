@@ -1,7 +1,7 @@
 #!/bin/sh
 # slurm_multinode.sh - kval across nodes under a real Slurm of four emulated nodes (n1..n4, one
-# slurmd each, 2 CPUs and 2 fake GPUs per node; slurm_cluster.sh), cpu backend, tiny decks:
-#  1. sbatch --nodes=2 --ntasks-per-node=2 jobs/kval.sbatch: one file of 4 ranks written by ranks
+# slurmd each, 2 CPUs and 2 fake GPUs per node; slurm_cluster.sh), cpu backend, small decks:
+#  1. sbatch --nodes=2 --ntasks-per-node=2 jobs/kval.sbatch (smoke.deck): one file of 4 ranks written by ranks
 #     of two nodes (this build's HDF5 flavour), /ranks naming 2 nodes with local ranks 0-1 each;
 #  2. the per-node GPU binding through Slurm's gres (fake GPUs, KVAL_TEST_FAKE_GPUS=1): with
 #     --gpus-per-node=2 each node's ranks take devices 0 and 1; with --gpus-per-node=1 the second
@@ -38,10 +38,10 @@ rc=0
 fail() { echo "FAIL: $*"; rc=1; }
 mkdir -p "$tmp/jobs"
 cd "$tmp/jobs" || exit 1
-submit() { # NAME SBATCH_OPTION... -> job id (jobs/kval.sbatch, tiny deck, cpu backend)
-  sm=$1; shift
+submit() { # NAME DECK SBATCH_OPTION... -> job id (jobs/kval.sbatch, cpu backend)
+  sm=$1 sd=$2; shift 2
   sbatch --parsable "$@" --time=00:30:00 --job-name="$sm" \
-    --export=ALL,DECK="$tmp/tiny.deck",OUTDIR="$tmp/jobs",BACKEND=cpu${FAKE:+,KVAL_TEST_FAKE_GPUS=$FAKE} \
+    --export=ALL,DECK="$sd",OUTDIR="$tmp/jobs",BACKEND=cpu${FAKE:+,KVAL_TEST_FAKE_GPUS=$FAKE} \
     "$top_srcdir/jobs/kval.sbatch"
 }
 nodes_of() { scontrol show hostnames "$(scontrol show job -o "$1" | sed -n 's/.* NodeList=\([^ ]*\).*/\1/p')" | paste -sd' ' -; }
@@ -50,10 +50,10 @@ print(v.decode() if isinstance(v, bytes) else v)' "$1" "$2"; }
 
 # 1-2. Two nodes in one job; the per-node GPU binding (the three jobs run side by side).
 slurm_step "1-2. two nodes in one job; the per-node GPU binding"
-two=$(FAKE="" submit two --nodes=2 --ntasks-per-node=2) || fail "sbatch of the 2-node job"
+two=$(FAKE="" submit two "$top_srcdir/inputs/smoke.deck" --nodes=2 --ntasks-per-node=2) || fail "sbatch of the 2-node job"
 if [ "$SLURM_FAKE_GPUS" -eq 1 ]; then
-  gpus=$(FAKE=1 submit gpus --nodes=2 --ntasks-per-node=2 --gpus-per-node=2) || fail "sbatch --gpus-per-node=2"
-  over=$(FAKE=1 submit over --nodes=2 --ntasks-per-node=2 --gpus-per-node=1) || fail "sbatch --gpus-per-node=1"
+  gpus=$(FAKE=1 submit gpus "$tmp/tiny.deck" --nodes=2 --ntasks-per-node=2 --gpus-per-node=2) || fail "sbatch --gpus-per-node=2"
+  over=$(FAKE=1 submit over "$tmp/tiny.deck" --nodes=2 --ntasks-per-node=2 --gpus-per-node=1) || fail "sbatch --gpus-per-node=1"
 else
   gpus="" over=""
   echo "SKIP (part): no fake GPUs (mknod failed): the --gpus-per-node binding is not exercised"
