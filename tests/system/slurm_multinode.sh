@@ -5,7 +5,8 @@
 #     of two nodes (this build's HDF5 flavour), /ranks naming 2 nodes with local ranks 0-1 each;
 #  2. the per-node GPU binding through Slurm's gres (fake GPUs, KVAL_TEST_FAKE_GPUS=1): with
 #     --gpus-per-node=2 each node's ranks take devices 0 and 1; with --gpus-per-node=1 the second
-#     rank of each node is a clear error naming its node, and no file is written;
+#     rank of each node is a clear error naming its node, and no file is written (a bad
+#     KVAL_TEST_FAKE_GPUS value, or no GPU list, is an error too);
 #  3. the time-limit warning, requeue and --resume of a 2-node job;
 #  4. jobs/fleet.sh over the 4-node partition with --inject bitflip set through the job
 #     environment on n2 only, and n3 crashed mid-run (its slurmd and processes killed, the node
@@ -58,6 +59,16 @@ else
   gpus="" over=""
   echo "SKIP (part): no fake GPUs (mknod failed): the --gpus-per-node binding is not exercised"
 fi
+# The test-only switch itself: a bad value, and no GPU list, are errors of the backend (exit 3).
+fake_bad() { # PHRASE CUDA_VISIBLE_DEVICES KVAL_TEST_FAKE_GPUS
+  (unset CUDA_VISIBLE_DEVICES; [ -n "$2" ] && export CUDA_VISIBLE_DEVICES="$2"
+   KVAL_TEST_FAKE_GPUS=$3 "$KVAL" --backend cpu --quiet "$tmp/tiny.deck" -o "$tmp/fake.h5") >"$tmp/fake.log" 2>&1
+  fb=$?
+  [ $fb -eq 3 ] && grep -qF "$1" "$tmp/fake.log" && [ ! -e "$tmp/fake.h5" ] ||
+    { fail "KVAL_TEST_FAKE_GPUS=$3: exit $fb, expected 3 and '$1'"; cat "$tmp/fake.log"; }
+}
+fake_bad "KVAL_TEST_FAKE_GPUS must be 0 or 1, got 'yes'" "0,1" yes
+fake_bad "local rank 0 of 1 sees no GPU (CUDA_VISIBLE_DEVICES unset)" "" 1
 for j in $two $gpus $over; do
   slurm_wait_job "$j" "$tmp/jobs/kval-$j.out" slurm_ended "$j" || fail "job $j did not end"
 done
