@@ -38,7 +38,7 @@ fi
 IFS=, read -r -a node_array <<<"$nodes"
 usable=()
 for node in "${node_array[@]}"; do
-  state=$(sinfo -h -N -n "$node" -o '%T' 2>/dev/null | head -n 1)
+  state=$(sinfo -h -N -n "$node" -o '%T' | sed -n 1p) || { echo "fleet.sh: sinfo failed for node $node" >&2; exit 1; }
   case $state in
     '') echo "fleet.sh: node '$node' is not known to Slurm" >&2; exit 2 ;;
     *'*'|down*|drain*|fail*|maint*|inval*|unknown*|future*)
