@@ -3,6 +3,10 @@
 # fleet mode, every GPU of the node one rank), then one analysis job that waits for all
 # of them (--dependency=afterany) and runs `kval-analyze fleet` over every file, against
 # an optional baseline, writing a text verdict, JSON and JUnit XML, plus a report.
+# Every node of the campaign is expected by the analysis (--expect-hosts): a node that is
+# down, drained or not responding gets no job (it would pend forever and hold back the
+# analysis), node jobs are not requeued (--no-requeue: a job that lost its node ends, its
+# file stays incomplete), and the verdict flags such nodes as missing results.
 #
 # Usage: jobs/fleet.sh [-p PARTITION | -w NODE[,NODE...]] [-g GPUS_PER_NODE] [-o DIR]
 #                      [-b 'BASELINE_GLOB'] [-d DECK] [-t TIME] [-- extra sbatch options]
@@ -18,7 +22,7 @@ while getopts "p:w:g:o:b:d:t:h" opt; do
   case $opt in
     p) partition=$OPTARG ;; w) nodes=$OPTARG ;; g) gpus=$OPTARG ;; o) outdir=$OPTARG ;;
     b) baseline=$OPTARG ;; d) deck=$OPTARG ;; t) tlimit=$OPTARG ;;
-    h) sed -n '2,16p' "$0"; exit 0 ;;
+    h) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "fleet.sh: bad option (see -h)" >&2; exit 2 ;;
   esac
 done
@@ -31,6 +35,18 @@ if [ -z "$nodes" ]; then
   nodes=$(sinfo -h -N -p "$partition" -o '%N' | sort -u | paste -sd, -)
   [ -n "$nodes" ] || { echo "fleet.sh: partition '$partition' has no nodes" >&2; exit 2; }
 fi
+IFS=, read -r -a node_array <<<"$nodes"
+usable=()
+for node in "${node_array[@]}"; do
+  state=$(sinfo -h -N -n "$node" -o '%T' | sed -n 1p) || { echo "fleet.sh: sinfo failed for node $node" >&2; exit 1; }
+  case $state in
+    '') echo "fleet.sh: node '$node' is not known to Slurm" >&2; exit 2 ;;
+    *'*'|down*|drain*|fail*|maint*|inval*|unknown*|future*)
+      echo "fleet.sh: node $node is $state: no job there; the analysis reports it missing" ;;
+    *) usable+=("$node") ;;
+  esac
+done
+[ ${#usable[@]} -gt 0 ] || { echo "fleet.sh: none of the nodes $nodes can run a job" >&2; exit 1; }
 mkdir -p "$outdir"
 
 if [ "$gpus" -gt 0 ]; then
@@ -39,9 +55,8 @@ else
   per_node=(--ntasks-per-node=2) backend=cpu
 fi
 ids=()
-IFS=, read -r -a node_array <<<"$nodes"
-for node in "${node_array[@]}"; do
-  id=$(sbatch --parsable --nodes=1 --nodelist="$node" "${per_node[@]}" --time="$tlimit" \
+for node in "${usable[@]}"; do
+  id=$(sbatch --parsable --nodes=1 --nodelist="$node" "${per_node[@]}" --time="$tlimit" --no-requeue \
         --job-name="kval-fleet-$node" --output="$outdir/kval-%j.out" "$@" \
         --export=ALL,DECK="$deck",OUTDIR="$outdir",MODE=fleet,BACKEND="$backend" "$top/jobs/kval.sbatch")
   ids+=("${id%%;*}")
@@ -54,5 +69,5 @@ analyze="PYTHONPATH=$top/analysis\${PYTHONPATH:+:\$PYTHONPATH} python3 -m kval_a
 dep=$(IFS=:; echo "${ids[*]}")
 aid=$(sbatch --parsable --nodes=1 --ntasks=1 --time=00:15:00 --job-name=kval-fleet-analyze \
        --dependency="afterany:$dep" --output="$outdir/analyze-%j.out" "$@" \
-       --wrap="cd '$outdir' && $analyze fleet kval-*.h5 $base_args --json fleet.json --junit fleet-junit.xml > fleet.txt; code=\$?; cat fleet.txt; $analyze report kval-*.h5 -o report; exit \$code")
-echo "fleet.sh: analysis -> job ${aid%%;*} (after ${#ids[@]} node jobs); results in $outdir"
+       --wrap="cd '$outdir' && $analyze fleet kval-*.h5 $base_args --expect-hosts '$nodes' --json fleet.json --junit fleet-junit.xml > fleet.txt; code=\$?; cat fleet.txt; $analyze report kval-*.h5 -o report; exit \$code")
+echo "fleet.sh: analysis -> job ${aid%%;*} (after ${#ids[@]} node jobs, expecting ${#node_array[@]} nodes); results in $outdir"

@@ -20,6 +20,13 @@ def _positive(text):
     return value
 
 
+def _hosts(text):
+    hosts = [h.strip() for h in text.split(",")]
+    if not all(hosts):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of host names")
+    return hosts
+
+
 def _parser():
     p = argparse.ArgumentParser(prog="kval-analyze",
                                 description="Reports, fleet-regression verdicts and precision studies "
@@ -34,6 +41,9 @@ def _parser():
                                      "exit 1 when anything is flagged")
     f.add_argument("files", nargs="+", metavar="FILE", help="kval HDF5 files of this run")
     f.add_argument("--baseline", nargs="+", metavar="FILE", help="kval files of an earlier run to compare with")
+    f.add_argument("--expect-hosts", type=_hosts, metavar="HOST[,HOST...]",
+                   help="hosts (/ranks host: the Slurm node names) that must have results; one with no file "
+                        "is flagged as missing")
     f.add_argument("--json", metavar="OUT", help="write the full result as JSON")
     f.add_argument("--junit", metavar="OUT", help="write JUnit XML (one testcase per GPU and check)")
     f.add_argument("--z", type=_positive, default=3.5,
@@ -60,7 +70,7 @@ def _fleet(args):
     baseline = load(args.baseline) if args.baseline else None
     opts = fleet.FleetOptions(z=args.z, slow=args.slow, mad_floor=args.mad_floor, regress=args.regress,
                               error_factor=args.error_factor)
-    res = fleet.analyse(runs, baseline, opts)
+    res = fleet.analyse(runs, baseline, opts, expect_hosts=args.expect_hosts)
     if not args.quiet:
         sys.stdout.write(fleet_output.text_report(res))
     if args.json:

@@ -3,7 +3,9 @@ identical inputs on the same GPU model: fingerprint disagreements per case (comp
 read from fp_agrees when present); performance outliers from the per-case robust z-score
 (median absolute deviation) and slowdown ratio of time_median, aggregated per GPU, with
 telemetry beside them; failed cases. Against a baseline: time regressions, error growth and
-new failures per GPU (matched by UUID) and case, GPUs that disappeared or appeared. The
+new failures per GPU (matched by UUID) and case, GPUs that disappeared or appeared. Nodes
+with missing results: ranks of files that did not complete (a job interrupted or a node lost
+mid-run) and expected hosts with no file at all are flagged, never reported healthy. The
 result is one JSON-able dict; fleet_output.py renders it."""
 from dataclasses import dataclass
 
@@ -221,6 +223,35 @@ def _per_gpu(frame, axes):
     return out.reset_index().merge(idx, on=["gpu_key"] + axes)
 
 
+def _incomplete(run):
+    return str(run.attrs.get("complete", 1)) in ("0", "False")
+
+
+def missing_check(runs, expect_hosts=()):
+    """Nodes whose results are missing: per host, the ranks of files whose root attribute
+    complete is 0 (cells without a result counted), and every expected host that no file has."""
+    out = []
+    for run in runs.files:
+        if not _incomplete(run):
+            continue
+        part = runs.ranks[runs.ranks["file"] == run.path]
+        for host, rows in part.groupby("host", sort=True):
+            ranks = [int(r) for r in rows["rank"]]
+            missing = sum(int((ds["status"].sel(rank=[r for r in ranks if r in ds["rank"]]) == "not_run").sum())
+                          for ds in runs.families.values())
+            out.append({"host": str(host), "ranks": ranks, "file": run.path, "state": "incomplete",
+                        "cells_without_result": missing,
+                        "message": f"{run.path} did not complete (complete = 0): {missing} cell(s) of these "
+                                   "ranks have no result; the job was interrupted or lost its node"})
+    present = set(runs.ranks["host"].astype(str))
+    for host in expect_hosts or ():
+        if host not in present:
+            out.append({"host": host, "ranks": [], "file": None, "state": "missing", "cells_without_result": None,
+                        "message": "no result file from this node: its job did not run, or the node was lost "
+                                   "before kval created the file"})
+    return out
+
+
 def _gpu_table(ranks):
     table = {}
     for _, r in ranks.iterrows():
@@ -293,9 +324,12 @@ def _checks(runs, res):
         for d in base[kind]:
             for rank in d["ranks"]:
                 base_bad[rank] = base_bad.get(rank, 0) + 1
+    incomplete = {rank: d for d in res["missing"] for rank in d["ranks"]}
     for _, r in runs.ranks.iterrows():
         gpu = {"rank": int(r["rank"]), "host": str(r["host"]), "uuid": str(r["uuid"]), "gpu_name": str(r["device_name"])}
         rank = gpu["rank"]
+        if rank in incomplete:
+            checks.append(_check(gpu, "complete", "fail", incomplete[rank]["message"]))
         if rank in fp_bad:
             checks.append(_check(gpu, "fingerprint", "fail", f"{len(fp_bad[rank])} case(s) disagree with peers"))
         elif rank in res["fingerprint"]["comparable_ranks"]:
@@ -319,6 +353,10 @@ def _checks(runs, res):
                 checks.append(_check(gpu, "baseline", "fail" if n else "pass",
                                      f"{n} regression(s)/error change(s)/new failure(s) in "
                                      f"{base['compared'][key]} compared case(s)"))
+    for d in res["missing"]:
+        if d["state"] == "missing":
+            checks.append(_check({"rank": -1, "host": d["host"], "uuid": "-", "gpu_name": "-"}, "complete", "fail",
+                                 d["message"]))
     if base is not None:
         for g in base["disappeared"]:
             checks.append(_check({"rank": -1, "host": g["host"], "uuid": g["uuid"], "gpu_name": g["gpu_name"]},
@@ -326,8 +364,9 @@ def _checks(runs, res):
     return checks
 
 
-def analyse(runs, baseline=None, opts=None):
-    """Run every check; returns the JSON-able result with 'flagged' and per-GPU 'checks'."""
+def analyse(runs, baseline=None, opts=None, expect_hosts=None):
+    """Run every check; returns the JSON-able result with 'flagged' and per-GPU 'checks'.
+    expect_hosts: hosts (/ranks host: Slurm node names) that must have results."""
     opts = opts or FleetOptions()
     disagreements, comparable = fingerprint_check(runs)
     perf = performance_check(runs, opts)
@@ -335,7 +374,8 @@ def analyse(runs, baseline=None, opts=None):
            "baseline_files": [f.path for f in baseline.files] if baseline else [],
            "notes": list(runs.notes),
            "fingerprint": {"disagreements": disagreements, "comparable_ranks": sorted(comparable)},
-           "performance": {"gpus": perf}, "failures": failure_check(runs)}
+           "performance": {"gpus": perf}, "failures": failure_check(runs),
+           "missing": missing_check(runs, expect_hosts)}
     models = runs.ranks.groupby("device_name")["rank"].count()
     res["models"] = {str(k): int(v) for k, v in models.items()}
     if not comparable and not perf:

@@ -1,6 +1,6 @@
 """fleet_output.py - renders the result of fleet.analyse(): a plain-text table report for
 stdout, JSON, and JUnit XML with one testcase per GPU and check (fingerprint, performance,
-failures, baseline)."""
+failures, baseline, complete)."""
 import json
 import math
 import xml.etree.ElementTree as ET
@@ -79,6 +79,10 @@ def text_report(res):
     lines += _section("Failed cases", ["host", "rank", "uuid", "family", "case", "status", "bound_ratio", "message"],
                       [[d["host"], d["rank"], d["uuid"], d["family"], _case_text(d["case"]), d["status"],
                         d["max_bound_ratio"], d["message"]] for d in fails], "none")
+    lines += _section("Nodes with missing results (interrupted job, lost node, or no file)",
+                      ["host", "ranks", "state", "cells_without_result", "file"],
+                      [[d["host"], ",".join(map(str, d["ranks"])) or "-", d["state"], d["cells_without_result"],
+                        d["file"] or "-"] for d in res.get("missing", [])], "none")
     base = res.get("baseline")
     if base is not None:
         lines += _baseline_text(base, o)

@@ -1,12 +1,14 @@
 """test_fleet.py - fleet verdicts on synthetic runs: a flipped output bit and a 30% slower rank
 are flagged and named (host, rank, UUID) with exit 1; a clean run flags nothing (exit 0);
-baseline comparison finds regressions, error growth, new failures and vanished GPUs; JSON and
-JUnit outputs agree with the verdict."""
+baseline comparison finds regressions, error growth, new failures and vanished GPUs; a file
+that did not complete and an expected host without a file are flagged as missing results;
+JSON and JUnit outputs agree with the verdict."""
 import json
 import xml.etree.ElementTree as ET
 
 import h5py
 import numpy as np
+import pytest
 
 import synth
 from conftest import FLIP, FLIP_RANK, SLOW_RANK
@@ -154,6 +156,35 @@ def test_new_gpu_is_noted_not_flagged(make_file):
     res = fleet.analyse(load([cur]), load([base]))
     assert {d["uuid"] for d in res["baseline"]["appeared"]} == {_uuid(2), _uuid(3)}
     assert not res["flagged"]
+
+
+def test_incomplete_file_and_absent_host_are_missing_never_healthy(make_file, tmp_path, capsys):
+    good = make_file("n0.h5", nranks=2, host_prefix="a", families=("gemm",))
+    lost = make_file("n1.h5", nranks=2, host_prefix="b", families=("gemm",))
+    with h5py.File(lost, "a") as f:  # a node lost mid-run: complete = 0, the second rank ran nothing
+        f.attrs["complete"] = np.int64(0)
+        status = f["gemm/status"]
+        cells = status[1, ...]
+        status[1, ...] = np.zeros_like(cells)
+    js, ju = str(tmp_path / "m.json"), str(tmp_path / "m.xml")
+    assert cli.main(["fleet", good, lost, "--expect-hosts", "a00,b00,c00", "--json", js, "--junit", ju]) == 1
+    out = capsys.readouterr().out
+    assert "Nodes with missing results (interrupted job, lost node, or no file) (2)" in out
+    assert "VERDICT: FLAGGED" in out
+    res = json.load(open(js))
+    missing = {d["host"]: d for d in res["missing"]}
+    assert set(missing) == {"b00", "c00"}
+    assert missing["b00"]["state"] == "incomplete" and missing["b00"]["ranks"] == [2, 3]
+    assert missing["b00"]["cells_without_result"] == cells.size
+    assert missing["c00"]["state"] == "missing" and missing["c00"]["file"] is None
+    bad = {(c["host"], c["rank"]) for c in res["checks"] if c["check"] == "complete" and c["state"] == "fail"}
+    assert bad == {("b00", 2), ("b00", 3), ("c00", -1)}
+    _, fails = _junit_failures(ju)
+    assert ("complete", "c00 absent - -") in fails
+    assert cli.main(["fleet", good, "--expect-hosts", "a00", "-q"]) == 0
+    with pytest.raises(SystemExit) as usage:
+        cli.main(["fleet", good, "--expect-hosts", "a00,,b00", "-q"])
+    assert usage.value.code == 2 and "not a comma-separated list of host names" in capsys.readouterr().err
 
 
 def test_leave_one_out_median_matches_brute_force():

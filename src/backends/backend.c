@@ -1,11 +1,12 @@
 /* backend.c - the backend registry (NULL-terminated, IOR aiori style), selection of
- * "auto", the reference-row sampling shared by backends, kv_case_data cleanup, and the
- * findings of the guard-band and launch checks every backend makes. */
+ * "auto", the reference-row sampling and the node name shared by backends, kv_case_data
+ * cleanup, and the findings of the guard-band and launch checks every backend makes. */
 #include "backends/backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -47,6 +48,13 @@ size_t kv_reference_rows(const kv_case *c, const kv_cost *cost, const kv_run_set
   for (size_t i = 0; i < n; i++) r[i] = (size_t)((double)i * (double)(cost->rows - 1) / (double)(n - 1) + 0.5);
   *rows = r;
   return n;
+}
+
+void kv_node_name(char *buf, size_t n) {
+  const char *slurm = getenv("SLURMD_NODENAME");
+  if (slurm && *slurm) snprintf(buf, n, "%s", slurm);
+  else if (gethostname(buf, n) != 0 || !*buf) snprintf(buf, n, "unknown");
+  buf[n - 1] = '\0';
 }
 
 void kv_case_data_free(kv_case_data *d) {

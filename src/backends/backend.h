@@ -20,9 +20,9 @@
 
 /* Identity and measured ceilings of the rank's device; one /ranks row. */
 typedef struct {
-  char host[KV_STR];
+  char host[KV_STR];       /* the node: kv_node_name() */
   int local_rank, local_size;
-  int device_index;        /* -1 on the cpu backend */
+  int device_index;        /* -1 on the cpu backend (its fake GPU with KVAL_TEST_FAKE_GPUS=1) */
   char device_name[KV_STR];
   char uuid[KV_STR];
   char serial[KV_STR];
@@ -111,5 +111,11 @@ const kv_backend *kv_backend_select(const char *name);
  * the budget, else a deterministic sample of rs->sample_rows rows). Returns the count;
  * *rows is NULL when all rows are covered. */
 size_t kv_reference_rows(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, size_t **rows);
+
+/* The name of this rank's node, for /ranks host: Slurm's node name (SLURMD_NODENAME, set in
+ * every task of a job step) when present, else the host name; never empty. Slurm's name tells
+ * apart nodes that share a host name (several slurmd on one machine) and is the name that
+ * sinfo, scontrol and jobs/fleet.sh use. */
+void kv_node_name(char *buf, size_t n);
 
 #endif

@@ -1,5 +1,7 @@
-/* binding.c - which GPU a rank drives, from the node-local picture alone (unit-tested without
- * GPUs). Each local rank's device list is its CUDA_VISIBLE_DEVICES entries, or the indices
+/* binding.c - which GPU a rank drives. kv_binding_choose decides from the node-local picture
+ * alone (unit-tested without GPUs); kv_binding_bind gathers that picture over the node's ranks
+ * (MPI) for the cuda backend and for the cpu backend's test-only fake GPUs. Each local rank's
+ * device list is its CUDA_VISIBLE_DEVICES entries, or the indices
  * 0..n-1 when the variable is unset. Going up in local-rank order, every rank takes the first
  * device of its list that no lower local rank has taken. Ranks sharing one list therefore
  * take devices in local-rank order; ranks Slurm bound to their own lists each take the first
@@ -8,13 +10,15 @@
  * across ranks is not detected. */
 #include "backends/binding.h"
 
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
 
-#define ID_LEN 96 /* GPU-/MIG- UUID entries are shorter than this */
+#define ID_LEN 96      /* GPU-/MIG- UUID entries are shorter than this */
+#define VISIBLE_LEN 256 /* bytes of CUDA_VISIBLE_DEVICES exchanged per rank */
 
 /* Entry k of a device list: the k-th comma-separated, space-trimmed, non-empty entry of
  * `visible`, or the index k itself when `visible` is empty. Returns 0 when there is no
@@ -104,4 +108,70 @@ int kv_binding_choose(int local_rank, int local_size, const char *const *visible
   }
   free(taken);
   return device;
+}
+
+int kv_binding_count(const char *visible) { return visible && *visible ? list_length(visible, 0) : 0; }
+
+/* all[i * VISIBLE_LEN] = CUDA_VISIBLE_DEVICES of node-local rank i ("" when unset), over a node
+ * communicator (MPI_Comm_split_type SHARED: the ranks MPI places on this node). Every rank
+ * takes part in the collectives even when its own input is bad, so a local error cannot hang
+ * the other ranks of the node. */
+static kv_status gather_visible(int local_rank, int local_size, char *all) {
+  const char *env = getenv("CUDA_VISIBLE_DEVICES");
+  char mine[VISIBLE_LEN];
+  kv_status st = KV_OK;
+  if (env && strlen(env) >= VISIBLE_LEN) {
+    kv_report(__FILE__, __LINE__, "binding", "CUDA_VISIBLE_DEVICES is longer than %d characters", VISIBLE_LEN - 1);
+    st = KV_ERR;
+  }
+  snprintf(mine, sizeof mine, "%s", env ? env : "");
+  int initialized = 0;
+  KV_TRY(CHECK_MPI(MPI_Initialized(&initialized)));
+  if (!initialized) {
+    if (local_size != 1 || local_rank != 0) {
+      kv_report(__FILE__, __LINE__, "binding", "local rank %d of %d given but MPI is not initialised", local_rank,
+                local_size);
+      return KV_ERR;
+    }
+    memcpy(all, mine, VISIBLE_LEN);
+    return st;
+  }
+  MPI_Comm node;
+  KV_TRY(CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node)));
+  int rank = -1, size = 0;
+  if (CHECK_MPI(MPI_Comm_rank(node, &rank)) != KV_OK || CHECK_MPI(MPI_Comm_size(node, &size)) != KV_OK) st = KV_ERR;
+  if (size == local_size) {
+    if (CHECK_MPI(MPI_Allgather(mine, VISIBLE_LEN, MPI_CHAR, all, VISIBLE_LEN, MPI_CHAR, node)) != KV_OK) st = KV_ERR;
+  }
+  if (rank != local_rank || size != local_size) { /* the same on every rank of the node when sizes differ */
+    kv_report(__FILE__, __LINE__, "binding", "node communicator says local rank %d of %d, caller says %d of %d", rank,
+              size, local_rank, local_size);
+    st = KV_ERR;
+  }
+  if (CHECK_MPI(MPI_Comm_free(&node)) != KV_OK) st = KV_ERR;
+  return st;
+}
+
+kv_status kv_binding_bind(int local_rank, int local_size, int n_devices, kv_status devices_known, const char *host,
+                          int *device) {
+  if (local_size < 1 || local_rank < 0 || local_rank >= local_size) {
+    kv_report(__FILE__, __LINE__, "binding", "bad local rank %d of %d", local_rank, local_size);
+    return KV_ERR;
+  }
+  char *all = KV_MALLOC((size_t)local_size * VISIBLE_LEN);
+  const char **visible = KV_MALLOC((size_t)local_size * sizeof *visible);
+  kv_status st = (all && visible) ? gather_visible(local_rank, local_size, all) : KV_ERR;
+  if (st == KV_OK) st = devices_known;
+  if (st == KV_OK) {
+    for (int i = 0; i < local_size; i++) visible[i] = all + (size_t)i * VISIBLE_LEN;
+    char err[512];
+    *device = kv_binding_choose(local_rank, local_size, visible, n_devices, host, err, sizeof err);
+    if (*device < 0) {
+      kv_report(__FILE__, __LINE__, "binding", "%s", err);
+      st = KV_ERR;
+    }
+  }
+  free(all);
+  free(visible);
+  return st;
 }

@@ -10,10 +10,23 @@
 
 #include <stddef.h>
 
+#include "core/check.h"
+
 /* visible[i]: the device-visibility string of local rank i (CUDA_VISIBLE_DEVICES, "" when
  * unset); n_visible: devices the CUDA runtime of this rank reports. Returns the device
  * index for local_rank, or -1 with a message in err. */
 int kv_binding_choose(int local_rank, int local_size, const char *const *visible, int n_visible,
                       const char *host, char *err, size_t errlen);
+
+/* Number of entries of a CUDA_VISIBLE_DEVICES value (0 for NULL or ""). */
+int kv_binding_count(const char *visible);
+
+/* Collective over the ranks of this node (when MPI is initialised): gathers every local
+ * rank's CUDA_VISIBLE_DEVICES (MPI_Comm_split_type SHARED, an allgather) and returns this
+ * rank's device index from kv_binding_choose in *device. n_devices: the devices this rank
+ * sees; devices_known: KV_ERR when they could not be counted (the rank still takes part in
+ * the collectives). Errors are reported (naming the host) and return KV_ERR. */
+kv_status kv_binding_bind(int local_rank, int local_size, int n_devices, kv_status devices_known, const char *host,
+                          int *device);
 
 #endif

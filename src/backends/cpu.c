@@ -3,7 +3,8 @@
  * clock, makes the same checks as the cuda backend (inputs unchanged, guard bands intact, the
  * first, last timed and verification launches write the same bits), and computes the fp64
  * CPU reference (sampled rows when the full reference exceeds the budget). It lets every other
- * part of kval run on machines without a GPU. */
+ * part of kval run on machines without a GPU; test-only, it binds ranks to fake GPUs
+ * (KVAL_TEST_FAKE_GPUS) so the binding rules run under a real Slurm without GPUs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/binding.h"
 #include "families/kit.h"
 #include "core/timing.h"
 #include "numerics/fingerprint.h"
@@ -61,15 +63,31 @@ static double measure_copy_gbps(void) {
 
 static int cpu_available(void) { return 1; }
 
+/* Test-only, KVAL_TEST_FAKE_GPUS=1: every entry of CUDA_VISIBLE_DEVICES counts as a GPU this
+ * rank sees, and the rank binds to one with the cuda backend's rule (kv_binding_bind), so
+ * Slurm's GPU allocation (gres.conf File= entries standing in for GPUs) and the binding
+ * errors run on machines without GPUs. Unset or 0: no binding, device_index -1. */
+static kv_status fake_gpu_binding(int local_rank, int local_size, const char *host, int *device) {
+  const char *v = getenv("KVAL_TEST_FAKE_GPUS");
+  *device = -1;
+  if (!v || !strcmp(v, "0")) return KV_OK;
+  kv_status known = KV_OK;
+  if (strcmp(v, "1") != 0) { /* still take part in the node's collective, so no rank waits */
+    kv_report(__FILE__, __LINE__, "binding", "KVAL_TEST_FAKE_GPUS must be 0 or 1, got '%.64s'", v);
+    known = KV_ERR;
+  }
+  return kv_binding_bind(local_rank, local_size, kv_binding_count(getenv("CUDA_VISIBLE_DEVICES")), known, host,
+                         device);
+}
+
 static kv_status cpu_init(int local_rank, int local_size, const kv_run_settings *rs, kv_rank_info *info) {
   (void)rs;
   memset(info, 0, sizeof *info);
-  if (gethostname(info->host, sizeof info->host) != 0) snprintf(info->host, sizeof info->host, "unknown");
-  info->host[sizeof info->host - 1] = '\0';
+  kv_node_name(info->host, sizeof info->host);
   info->local_rank = local_rank;
   info->local_size = local_size;
   node_ranks = local_size > 0 ? local_size : 1;
-  info->device_index = -1;
+  KV_TRY(fake_gpu_binding(local_rank, local_size, info->host, &info->device_index));
   read_cpu_model(info->device_name, sizeof info->device_name);
   snprintf(info->uuid, sizeof info->uuid, "CPU-%.100s-%d", info->host, local_rank);
   snprintf(info->serial, sizeof info->serial, "n/a");

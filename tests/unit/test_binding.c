@@ -1,7 +1,9 @@
 /* test_binding.c - unit tests of the rank -> GPU rule (src/backends/binding.c) over many node
  * pictures: CUDA_VISIBLE_DEVICES unset, identical sets, per-rank sets (Slurm
  * --gpus-per-task / --gpu-bind), overlapping and reordered sets, UUIDs, too many ranks,
- * no device at all; errors checked word for word. */
+ * no device at all; errors checked word for word. Also the entry count of a device list and
+ * kv_binding_bind of a single rank without MPI (its own CUDA_VISIBLE_DEVICES). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/binding.h"
@@ -90,7 +92,23 @@ static void test_many_ranks(void) {
   EXPECT_CONTAINS(err, "64 ranks already use the 64 visible devices");
 }
 
+static void test_count_and_bind(void) {
+  TEST("entry counts; binding one rank without MPI");
+  EXPECT(kv_binding_count(NULL) == 0 && kv_binding_count("") == 0, "no list, no entries");
+  EXPECT(kv_binding_count("0,1") == 2 && kv_binding_count(" 4, 5 ") == 2 && kv_binding_count("0,,1,") == 2,
+         "empty entries and spaces do not count");
+  EXPECT(kv_binding_count("GPU-aa11,GPU-bb22,MIG-GPU-aa11/1/0") == 3, "UUID entries");
+  int dev = 7;
+  setenv("CUDA_VISIBLE_DEVICES", "3,5", 1);
+  EXPECT(kv_binding_bind(0, 1, 2, KV_OK, "n1", &dev) == KV_OK && dev == 0, "one rank, two devices: %d", dev);
+  EXPECT(kv_binding_bind(0, 1, 0, KV_OK, "n1", &dev) == KV_ERR, "no device the runtime sees");
+  EXPECT(kv_binding_bind(0, 1, 2, KV_ERR, "n1", &dev) == KV_ERR, "devices could not be counted");
+  EXPECT(kv_binding_bind(1, 2, 2, KV_OK, "n1", &dev) == KV_ERR, "two local ranks need MPI");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
 int main(void) {
+  test_count_and_bind();
   test_table();
   test_messages();
   test_many_ranks();

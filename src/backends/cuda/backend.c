@@ -31,8 +31,7 @@ static int cuda_available(void) {
 static kv_status cuda_init(int local_rank, int local_size, const kv_run_settings *rs, kv_rank_info *info) {
   (void)rs;
   memset(info, 0, sizeof *info);
-  if (gethostname(info->host, sizeof info->host) != 0) snprintf(info->host, sizeof info->host, "unknown");
-  info->host[sizeof info->host - 1] = '\0';
+  kv_node_name(info->host, sizeof info->host);
   info->local_rank = local_rank;
   info->local_size = local_size;
   KV_TRY(kv_cuda_bind(local_rank, local_size, info->host, &ctx.device));
