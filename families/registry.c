@@ -62,11 +62,14 @@ static int axis_or_die(const kv_case *c, const char *axis, kv_axis_type type) {
   const kv_family *f = c->fp->family;
   int i = kv_family_axis_index(f, axis);
   if (i < 0 || f->axes[i].type != type)
-    KV_FATAL("family %s has no %s axis '%s'", f->name, type == KV_AXIS_INT ? "integer" : "string", axis);
+    KV_FATAL("family %s has no %s axis '%s'", f->name,
+             type == KV_AXIS_INT ? "integer" : type == KV_AXIS_REAL ? "real" : "string", axis);
   return i;
 }
 
 long long kv_case_int(const kv_case *c, const char *axis) { return c->ival[axis_or_die(c, axis, KV_AXIS_INT)]; }
+
+double kv_case_real(const kv_case *c, const char *axis) { return c->rval[axis_or_die(c, axis, KV_AXIS_REAL)]; }
 
 const char *kv_case_str(const kv_case *c, const char *axis) { return c->sval[axis_or_die(c, axis, KV_AXIS_STR)]; }
 
@@ -74,8 +77,10 @@ void kv_case_describe(const kv_case *c, char *buf, size_t n) {
   const kv_family *f = c->fp->family;
   size_t used = (size_t)snprintf(buf, n, "%s[cell %zu]", f->name, c->cell);
   for (int a = 0; f->axes[a].name && used < n; a++) {
-    if (c->sval[a])
+    if (f->axes[a].type == KV_AXIS_STR)
       used += (size_t)snprintf(buf + used, n - used, " %s=%s", f->axes[a].name, c->sval[a]);
+    else if (f->axes[a].type == KV_AXIS_REAL)
+      used += (size_t)snprintf(buf + used, n - used, " %s=%.17g", f->axes[a].name, c->rval[a]);
     else
       used += (size_t)snprintf(buf + used, n - used, " %s=%lld", f->axes[a].name, c->ival[a]);
   }

@@ -19,18 +19,18 @@ extern "C" {
 #include "core/dtype.h"
 #include "numerics/rng.h"
 
-#define KV_MAX_AXES 8
+#define KV_MAX_AXES 12
 #define KV_MAX_PARAMS 8
 #define KV_MAX_TENSORS 4
 
-typedef enum { KV_AXIS_INT, KV_AXIS_STR } kv_axis_type;
+typedef enum { KV_AXIS_INT, KV_AXIS_STR, KV_AXIS_REAL } kv_axis_type;
 
 typedef struct {
   const char *name;           /* deck key and HDF5 dimension name */
   kv_axis_type type;
   const char *defaults;       /* deck text used when the key is absent; NULL: the key is required */
   const char *const *choices; /* STR axes: allowed values, NULL-terminated; NULL: any token */
-  long long min, max;         /* INT axes: inclusive range of allowed values */
+  double min, max;            /* INT and REAL axes: inclusive range of allowed values */
   const char *help;
 } kv_axis_desc;
 
@@ -49,8 +49,9 @@ typedef struct kv_case {
   const struct kv_family_plan *fp; /* family, axis values and parameters */
   size_t cell;                     /* row-major flat index into the family's grid */
   int idx[KV_MAX_AXES];            /* position along each axis */
-  long long ival[KV_MAX_AXES];     /* INT axis values (0 for STR axes) */
-  const char *sval[KV_MAX_AXES];   /* STR axis values (NULL for INT axes) */
+  long long ival[KV_MAX_AXES];     /* INT axis values (0 for other axes) */
+  double rval[KV_MAX_AXES];        /* REAL axis values (0 for other axes) */
+  const char *sval[KV_MAX_AXES];   /* STR axis values (NULL for other axes) */
   kv_precision prec;               /* decoded from the family's "precision" axis */
   uint64_t key;                    /* case key for the input generator (family and cell) */
   double est_seconds;              /* cost-model estimate used by split balancing and ETA */
@@ -144,6 +145,7 @@ double kv_case_param(const kv_case *c, const char *name);
 /* Value of an INT / STR axis of the case by name (aborts through KV_FATAL on a wrong name:
  * that is a programming error). */
 long long kv_case_int(const kv_case *c, const char *axis);
+double kv_case_real(const kv_case *c, const char *axis);
 const char *kv_case_str(const kv_case *c, const char *axis);
 /* "family[cell N] axis=value ..." for messages. */
 void kv_case_describe(const kv_case *c, char *buf, size_t n);

@@ -31,19 +31,20 @@ static const kv_axis_desc fa2_axes[] = {
     {"causal", KV_AXIS_INT, "0 1", NULL, 0, 1, "1: causal mask, bottom-right aligned"},
     {"batch", KV_AXIS_INT, "0", NULL, 0, 65536, "batch size; 0: max(1, tokens / seqlen)"},
     {"heads", KV_AXIS_INT, "16", NULL, 1, 1024, "attention heads"},
+    {"seqlen_k", KV_AXIS_INT, "0", NULL, 0, 1048576, "key/value length; 0: same as seqlen (self-attention)"},
     {"dist", KV_AXIS_STR, "normal", fa2_dists, 0, 0,
      "inputs: normal, uniform on [-1,1), or large_logits (q, k scaled by 4: near one-hot softmax)"},
     {NULL, KV_AXIS_INT, NULL, NULL, 0, 0, NULL}};
 
 static const kv_param_desc fa2_params[] = {
     {"tokens", 16384, 1, 2147483648.0, "tokens per batch when the batch axis is 0: batch = max(1, tokens / seqlen)"},
-    {"seqlen_k", 0, 0, 1048576, "key/value length; 0: same as seqlen (self-attention)"},
     {"scale", 0, 0, 1e6, "softmax scale; 0: 1 / sqrt(headdim)"},
     {NULL, 0, 0, 0, NULL}};
 
 void kv_fa2_dims_of(const kv_case *c, kv_fa2_dims *d) {
   long long tokens = (long long)kv_case_param(c, "tokens");
-  double lk = kv_case_param(c, "seqlen_k"), scale = kv_case_param(c, "scale");
+  const long long lk = kv_case_int(c, "seqlen_k");
+  const double scale = kv_case_param(c, "scale");
   d->variant = kv_fa2_variant_of(kv_case_str(c, "variant"));
   d->headdim = kv_case_int(c, "headdim");
   d->seqlen = kv_case_int(c, "seqlen");
@@ -51,7 +52,7 @@ void kv_fa2_dims_of(const kv_case *c, kv_fa2_dims *d) {
   d->heads = kv_case_int(c, "heads");
   d->batch = kv_case_int(c, "batch");
   if (d->batch == 0) d->batch = tokens / d->seqlen > 1 ? tokens / d->seqlen : 1;
-  d->seqlen_k = lk > 0 ? (long long)lk : d->seqlen;
+  d->seqlen_k = lk > 0 ? lk : d->seqlen;
   d->scale = scale > 0 ? scale : 1.0 / sqrt((double)d->headdim);
   d->scale_f = (float)d->scale;
   d->scale_log2 = (float)(d->scale * FA2_LOG2E);
@@ -81,7 +82,6 @@ static const char *fa2_invalid(const kv_case *c, const char *backend) {
   (void)backend;
   const char *why = kv_precision_invalid_reason(c->prec);
   if (!why) why = kv_fa2_unsupported(kv_fa2_variant_of(kv_case_str(c, "variant")), kv_case_int(c, "headdim"), c->prec);
-  if (!why && kv_case_param(c, "seqlen_k") != floor(kv_case_param(c, "seqlen_k"))) why = "seqlen_k must be a whole number";
   return why;
 }
 

@@ -32,12 +32,10 @@ static const kv_axis_desc gemm_axes[] = {
     {"shape", KV_AXIS_STR, "256x256x256 1024x1024x1024", NULL, 0, 0, "problem size MxNxK"},
     {"dist", KV_AXIS_STR, "normal", gemm_dists, 0, 0,
      "inputs: normal, uniform on [-1,1), or near_max (outputs near the fp16 maximum)"},
+    {"alpha", KV_AXIS_REAL, "1", NULL, -1e6, 1e6, "scale of op(A) op(B)"},
+    {"beta", KV_AXIS_REAL, "0", NULL, -1e6, 1e6, "scale of C (C is an input only when beta != 0)"},
     {NULL, KV_AXIS_INT, NULL, NULL, 0, 0, NULL}};
 
-static const kv_param_desc gemm_params[] = {
-    {"alpha", 1.0, -1e6, 1e6, "scale of op(A) op(B)"},
-    {"beta", 0.0, -1e6, 1e6, "scale of C (C is an input only when beta != 0)"},
-    {NULL, 0, 0, 0, NULL}};
 
 static int parse_dim(const char **p, long long *v) {
   const char *s = *p;
@@ -77,8 +75,8 @@ void kv_gemm_dims_of(const kv_case *c, kv_gemm_dims *d) {
   if (kv_gemm_parse_shape(shape, &d->m, &d->n, &d->k) != 0) KV_FATAL("gemm shape '%s' is not MxNxK", shape);
   d->a_trans = layout[0] == 't';
   d->b_trans = layout[1] == 't';
-  d->alpha = kv_case_param(c, "alpha");
-  d->beta = kv_case_param(c, "beta");
+  d->alpha = kv_case_real(c, "alpha");
+  d->beta = kv_case_real(c, "beta");
   d->has_c = d->beta != 0.0;
 }
 
@@ -144,7 +142,6 @@ const kv_family kv_family_gemm = {
     .name = "gemm",
     .summary = "GEMM D = alpha op(A) op(B) + beta C on tensor cores (wgmma, mma.sync) and cuBLAS",
     .axes = gemm_axes,
-    .params = gemm_params,
     .invalid = gemm_invalid,
     .cost = gemm_cost,
     .tensors = gemm_tensors,

@@ -20,15 +20,14 @@ static const kv_axis_desc norm_axes[] = {
     {"hidden", KV_AXIS_INT, "1024 4096", NULL, 1, 65536, "row length (the normalised dimension)"},
     {"dist", KV_AXIS_STR, "normal", norm_dists, 0, 0,
      "inputs: normal, uniform on [-1,1), or offset (100 + normal: |mean| >> std)"},
+    {"eps", KV_AXIS_REAL, "1e-5", NULL, 0.0, 1.0, "added to the variance before the square root"},
     {NULL, KV_AXIS_INT, NULL, NULL, 0, 0, NULL}};
 
-static const kv_param_desc norm_params[] = {{"eps", 1e-5, 0.0, 1.0, "added to the variance before the square root"},
-                                            {NULL, 0, 0, 0, NULL}};
 
 void kv_norm_dims_of(const kv_case *c, kv_norm_dims *d) {
   d->rows = kv_case_int(c, "rows");
   d->hidden = kv_case_int(c, "hidden");
-  d->eps = kv_case_param(c, "eps");
+  d->eps = kv_case_real(c, "eps");
 }
 
 static const char *norm_invalid(const kv_case *c, const char *backend) {
@@ -92,7 +91,6 @@ const kv_family kv_family_layernorm = {
     .name = "layernorm",
     .summary = "LayerNorm forward y = (x - mean) / sqrt(var + eps) * weight + bias over each row",
     .axes = norm_axes,
-    .params = norm_params,
     .invalid = norm_invalid,
     .cost = layernorm_cost,
     .tensors = layernorm_tensors,
@@ -108,7 +106,6 @@ const kv_family kv_family_rmsnorm = {
     .name = "rmsnorm",
     .summary = "RMSNorm forward y = x / sqrt(mean(x^2) + eps) * weight over each row",
     .axes = norm_axes,
-    .params = norm_params,
     .invalid = norm_invalid,
     .cost = rmsnorm_cost,
     .tensors = rmsnorm_tensors,

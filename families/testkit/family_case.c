@@ -30,11 +30,12 @@ static uint64_t hash_str(uint64_t h, const char *s) {
 static void set_key(fcase *f, const kv_family *fam, const char *key, const char *val) {
   int a = kv_family_axis_index(fam, key);
   if (a >= 0) {
-    if (fam->axes[a].type == KV_AXIS_INT) {
+    if (fam->axes[a].type == KV_AXIS_INT)
       f->ints[a] = strtoll(val, NULL, 10);
-    } else {
+    else if (fam->axes[a].type == KV_AXIS_REAL)
+      f->reals[a] = strtod(val, NULL);
+    else
       snprintf(f->text[a], sizeof f->text[a], "%s", val);
-    }
     return;
   }
   for (int p = 0; fam->params && fam->params[p].name; p++)
@@ -54,6 +55,7 @@ void fcase_init(fcase *f, const kv_family *fam, const char *spec) {
     char first[64] = "";
     sscanf(fam->axes[a].defaults, "%63s", first);
     if (fam->axes[a].type == KV_AXIS_INT) f->ints[a] = strtoll(first, NULL, 10);
+    else if (fam->axes[a].type == KV_AXIS_REAL) f->reals[a] = strtod(first, NULL);
     else snprintf(f->text[a], sizeof f->text[a], "%s", first);
   }
   for (int p = 0; p < kv_family_n_params(fam); p++) f->fp.param[p] = fam->params[p].defaults;
@@ -70,6 +72,9 @@ void fcase_init(fcase *f, const kv_family *fam, const char *spec) {
     if (fam->axes[a].type == KV_AXIS_INT) {
       f->fp.axis[a].ints = &f->ints[a];
       f->c.ival[a] = f->ints[a];
+    } else if (fam->axes[a].type == KV_AXIS_REAL) {
+      f->fp.axis[a].reals = &f->reals[a];
+      f->c.rval[a] = f->reals[a];
     } else {
       f->strs[a] = f->text[a];
       f->fp.axis[a].strs = &f->strs[a];

@@ -16,6 +16,7 @@ typedef struct {
   kv_family_plan fp;
   kv_case c;
   long long ints[KV_MAX_AXES];
+  double reals[KV_MAX_AXES];
   char *strs[KV_MAX_AXES];
   char text[KV_MAX_AXES][64];
   kv_tensors t;

@@ -19,7 +19,7 @@ typedef struct {
   const char *name;
   kv_axis_type type;
   const char *defaults, *choices; /* choices space-separated, NULL for any token */
-  long long min, max;
+  double min, max;
 } axis_want;
 
 typedef struct {
@@ -37,6 +37,10 @@ static inline int defaults_valid(const kv_axis_desc *a) {
       char *end;
       long long v = strtoll(t, &end, 10);
       if (*end || v < a->min || v > a->max) return 0;
+    } else if (a->type == KV_AXIS_REAL) {
+      char *end;
+      double v = strtod(t, &end);
+      if (*end || !(v >= a->min && v <= a->max)) return 0;
     } else if (a->choices) {
       int found = 0;
       for (int i = 0; a->choices[i]; i++) found |= strcmp(a->choices[i], t) == 0;
@@ -59,8 +63,8 @@ static inline void check_descriptor(const kv_family *f, const axis_want *aw, con
     EXPECT(a->type == aw[n].type, "%s.%s type", f->name, a->name);
     EXPECT_STREQ(a->defaults, aw[n].defaults);
     EXPECT(a->help && a->help[0], "%s.%s has help", f->name, a->name);
-    if (a->type == KV_AXIS_INT)
-      EXPECT(a->min == aw[n].min && a->max == aw[n].max, "%s.%s range %lld..%lld", f->name, a->name, a->min, a->max);
+    if (a->type != KV_AXIS_STR)
+      EXPECT(a->min == aw[n].min && a->max == aw[n].max, "%s.%s range %g..%g", f->name, a->name, a->min, a->max);
     char joined[256] = "";
     for (int i = 0; a->choices && a->choices[i]; i++) {
       if (i) strcat(joined, " ");
@@ -72,13 +76,15 @@ static inline void check_descriptor(const kv_family *f, const axis_want *aw, con
   EXPECT(f->axes[n].name == NULL, "%s has %d axes", f->name, n);
   int np = 0;
   for (; pw[np].name; np++) {
+    EXPECT(f->params != NULL, "%s has params", f->name);
+    if (!f->params) return;
     const kv_param_desc *p = &f->params[np];
     EXPECT(p->name && strcmp(p->name, pw[np].name) == 0, "%s param %d is %s", f->name, np, pw[np].name);
     EXPECT(p->defaults == pw[np].defaults && p->min == pw[np].min && p->max == pw[np].max,
            "%s.%s default %g range %g..%g", f->name, pw[np].name, p->defaults, p->min, p->max);
     EXPECT(p->defaults >= p->min && p->defaults <= p->max, "%s.%s default within range", f->name, pw[np].name);
   }
-  EXPECT(f->params[np].name == NULL, "%s has %d params", f->name, np);
+  EXPECT(!f->params || f->params[np].name == NULL, "%s has %d params", f->name, np);
   EXPECT(f->invalid && f->cost && f->tensors && f->emulate && f->reference, "%s has every hook", f->name);
 }
 

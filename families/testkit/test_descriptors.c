@@ -26,7 +26,7 @@ static void check_family(const kv_family *f) {
     EXPECT(ax->help && ax->help[0], "%s.%s has help", f->name, ax->name);
     EXPECT(defaults_valid(ax), "%s.%s defaults \"%s\" are valid values", f->name, ax->name,
            ax->defaults ? ax->defaults : "(none)");
-    if (ax->type == KV_AXIS_INT) EXPECT(ax->min <= ax->max, "%s.%s range", f->name, ax->name);
+    if (ax->type != KV_AXIS_STR) EXPECT(ax->min <= ax->max, "%s.%s range", f->name, ax->name);
     for (int b = 0; b < a; b++) EXPECT(strcmp(f->axes[b].name, ax->name) != 0, "%s.%s named once", f->name, ax->name);
   }
   EXPECT(kv_family_n_params(f) <= KV_MAX_PARAMS, "%s: %d params", f->name, kv_family_n_params(f));

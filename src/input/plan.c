@@ -307,11 +307,11 @@ static int axis_entry(const kv_deck *d, const kv_family *f, const kv_axis_desc *
 
 typedef struct {
   const char *s;
-  long long v;
+  double v; /* INT values are at most 2^30 here (axis ranges), exact in a double */
   int i;
 } sort_item;
 
-static int cmp_int_item(const void *x, const void *y) {
+static int cmp_num_item(const void *x, const void *y) {
   const sort_item *a = x, *b = y;
   if (a->v != b->v) return a->v < b->v ? -1 : 1;
   return a->i - b->i;
@@ -328,13 +328,13 @@ static int first_duplicate(const kv_axis_values *av, kv_axis_type type) {
   if (!it) KV_FATAL("out of memory checking %d axis values", av->n);
   for (int i = 0; i < av->n; i++) {
     it[i].i = i;
-    it[i].v = type == KV_AXIS_INT ? av->ints[i] : 0;
+    it[i].v = type == KV_AXIS_INT ? (double)av->ints[i] : type == KV_AXIS_REAL ? av->reals[i] : 0.0;
     it[i].s = type == KV_AXIS_STR ? av->strs[i] : NULL;
   }
-  qsort(it, (size_t)av->n, sizeof *it, type == KV_AXIS_INT ? cmp_int_item : cmp_str_item);
+  qsort(it, (size_t)av->n, sizeof *it, type == KV_AXIS_STR ? cmp_str_item : cmp_num_item);
   int dup = -1;
   for (int i = 1; i < av->n; i++) {
-    int same = type == KV_AXIS_INT ? it[i - 1].v == it[i].v : strcmp(it[i - 1].s, it[i].s) == 0;
+    int same = type == KV_AXIS_STR ? strcmp(it[i - 1].s, it[i].s) == 0 : it[i - 1].v == it[i].v;
     if (same && (dup < 0 || it[i].i < dup)) dup = it[i].i; /* sorted by (value, index): it[i] repeats */
   }
   free(it);
@@ -346,7 +346,8 @@ static int axis_values(const kv_deck_entry *en, const kv_axis_desc *a, kv_axis_v
   char expected[LIST_LEN + 16], list[LIST_LEN] = "";
   int is_precision = strcmp(a->name, "precision") == 0;
   expected[0] = '\0';
-  if (a->type == KV_AXIS_INT) snprintf(expected, sizeof expected, "an integer in %lld..%lld", a->min, a->max);
+  if (a->type == KV_AXIS_INT) snprintf(expected, sizeof expected, "an integer in %.0f..%.0f", a->min, a->max);
+  else if (a->type == KV_AXIS_REAL) snprintf(expected, sizeof expected, "a number in %g..%g", a->min, a->max);
   else if (a->choices) {
     for (int k = 0; a->choices[k]; k++) list_append(list, sizeof list, a->choices[k]);
     snprintf(expected, sizeof expected, "one of: %s", list);
@@ -354,13 +355,21 @@ static int axis_values(const kv_deck_entry *en, const kv_axis_desc *a, kv_axis_v
     snprintf(expected, sizeof expected, "STORAGE:ACCUM with types fp16, bf16 or fp32 (e.g. fp16:fp32)");
   av->n = en->n_values;
   if (a->type == KV_AXIS_INT) av->ints = KV_CALLOC((size_t)av->n, sizeof *av->ints);
+  else if (a->type == KV_AXIS_REAL) av->reals = KV_CALLOC((size_t)av->n, sizeof *av->reals);
   else av->strs = KV_CALLOC((size_t)av->n, sizeof *av->strs);
-  if (!av->ints && !av->strs) return plan_err(err, errlen, en->file, 0, 0, "", "enough memory", "out of memory");
+  if (!av->ints && !av->reals && !av->strs)
+    return plan_err(err, errlen, en->file, 0, 0, "", "enough memory", "out of memory");
   for (int i = 0; i < av->n; i++) {
     const kv_token *t = &en->values[i];
     if (a->type == KV_AXIS_INT) {
       if (to_ll(t->text, &av->ints[i]) != 0) return tok_err(err, errlen, en, t, expected, "not an integer value");
       if (av->ints[i] < a->min || av->ints[i] > a->max) return tok_err(err, errlen, en, t, expected, "value out of range");
+      continue;
+    }
+    if (a->type == KV_AXIS_REAL) {
+      if (to_double(t->text, &av->reals[i]) != 0) return tok_err(err, errlen, en, t, expected, "not a number");
+      if (av->reals[i] < a->min || av->reals[i] > a->max)
+        return tok_err(err, errlen, en, t, expected, "value out of range");
       continue;
     }
     if (a->choices) {
@@ -442,6 +451,7 @@ static void fill_case(const kv_family_plan *fp, size_t cell, kv_case *c) {
     c->idx[i] = (int)(rest % n);
     rest /= n;
     if (fp->family->axes[i].type == KV_AXIS_INT) c->ival[i] = fp->axis[i].ints[c->idx[i]];
+    else if (fp->family->axes[i].type == KV_AXIS_REAL) c->rval[i] = fp->axis[i].reals[c->idx[i]];
     else c->sval[i] = fp->axis[i].strs[c->idx[i]];
   }
   kv_precision_parse(c->sval[kv_family_axis_index(fp->family, "precision")], &c->prec);
@@ -522,6 +532,7 @@ void kv_plan_free(kv_plan *p) {
     kv_family_plan *fp = &p->fam[f];
     for (int i = 0; i < fp->n_axes; i++) {
       free(fp->axis[i].ints);
+      free(fp->axis[i].reals);
       for (int k = 0; fp->axis[i].strs && k < fp->axis[i].n; k++) free(fp->axis[i].strs[k]);
       free(fp->axis[i].strs);
     }

@@ -20,6 +20,7 @@ typedef enum { KV_MODE_FLEET = 0, KV_MODE_SPLIT = 1 } kv_mode;
 typedef struct {
   int n;
   long long *ints; /* INT axes */
+  double *reals;   /* REAL axes */
   char **strs;     /* STR axes */
 } kv_axis_values;
 

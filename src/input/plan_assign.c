@@ -123,6 +123,7 @@ static void print_family(const kv_family_plan *fp, FILE *out) {
     fprintf(out, "  %-12s", f->axes[i].name);
     for (int k = 0; k < av->n && k < PRINT_VALUES; k++) {
       if (f->axes[i].type == KV_AXIS_INT) fprintf(out, " %lld", av->ints[k]);
+      else if (f->axes[i].type == KV_AXIS_REAL) fprintf(out, " %.17g", av->reals[k]);
       else fprintf(out, " %s", av->strs[k]);
     }
     if (av->n > PRINT_VALUES) fprintf(out, " ... (%d values)", av->n);

@@ -198,6 +198,9 @@ static kv_status family_scales(kv_output *o, const kv_family_plan *fp, hid_t g, 
     const kv_axis_values *v = &fp->axis[a];
     if (fp->family->axes[a].type == KV_AXIS_STR)
       KV_TRY(small_dataset(g, fp->family->axes[a].name, o->t_vstr, o->t_vstr, (hsize_t)v->n, v->strs, 1, &sc[1 + a]));
+    else if (fp->family->axes[a].type == KV_AXIS_REAL)
+      KV_TRY(small_dataset(g, fp->family->axes[a].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, (hsize_t)v->n, v->reals, 1,
+                           &sc[1 + a]));
     else
       KV_TRY(small_dataset(g, fp->family->axes[a].name, H5T_STD_I64LE, H5T_NATIVE_LLONG, (hsize_t)v->n, v->ints, 1,
                            &sc[1 + a]));

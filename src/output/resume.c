@@ -118,22 +118,29 @@ static kv_status check_identity(kv_output *o, hid_t file, const char *path, cons
 static kv_status check_axis_values(kv_output *o, hid_t g, const char *path, const kv_family_plan *fp, int a) {
   const char *axis = fp->family->axes[a].name;
   const kv_axis_values *v = &fp->axis[a];
-  int is_str = fp->family->axes[a].type == KV_AXIS_STR;
+  const kv_axis_type type = fp->family->axes[a].type;
+  const int is_str = type == KV_AXIS_STR;
   hid_t ds = H5Dopen2(g, axis, H5P_DEFAULT), sp = H5I_INVALID_HID;
   if (CHECK_H5(ds)) return KV_ERR;
   void *buf = KV_CALLOC((size_t)v->n + 1, is_str ? sizeof(char *) : sizeof(long long));
+  const hid_t mem = is_str ? o->t_vstr : type == KV_AXIS_REAL ? H5T_NATIVE_DOUBLE : H5T_NATIVE_LLONG;
   kv_status st = buf ? CHECK_H5(sp = H5Dget_space(ds)) : KV_ERR;
-  if (st == KV_OK) st = CHECK_H5(H5Dread(ds, is_str ? o->t_vstr : H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf));
+  if (st == KV_OK) st = CHECK_H5(H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf));
   int bad = -1;
   for (int i = 0; st == KV_OK && bad < 0 && i < v->n; i++) {
     const char *have = is_str ? ((char **)buf)[i] : NULL;
-    if (is_str ? strcmp(have ? have : "", v->strs[i]) != 0 : ((long long *)buf)[i] != v->ints[i]) bad = i;
+    if (is_str ? strcmp(have ? have : "", v->strs[i]) != 0
+               : type == KV_AXIS_REAL ? ((double *)buf)[i] != v->reals[i] : ((long long *)buf)[i] != v->ints[i])
+      bad = i;
   }
   if (bad >= 0) {
     char have[128], want[128];
     if (is_str) {
       snprintf(have, sizeof have, "'%s'", ((char **)buf)[bad] ? ((char **)buf)[bad] : "");
       snprintf(want, sizeof want, "'%s'", v->strs[bad]);
+    } else if (type == KV_AXIS_REAL) {
+      snprintf(have, sizeof have, "%.17g", ((double *)buf)[bad]);
+      snprintf(want, sizeof want, "%.17g", v->reals[bad]);
     } else {
       snprintf(have, sizeof have, "%lld", ((long long *)buf)[bad]);
       snprintf(want, sizeof want, "%lld", v->ints[bad]);

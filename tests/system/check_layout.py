@@ -161,8 +161,9 @@ class Checker:
             s = g[ax]
             self.expect(s.is_scale and s.ndim == 1, where, "axis %s is not a 1-D dimension scale" % ax)
             strdt = h5py.check_string_dtype(s.dtype)
-            self.expect(s.dtype == np.int64 or (strdt is not None and strdt.length is None and strdt.encoding == "utf-8"),
-                        where, "axis %s has dtype %s (int64 or variable-length UTF-8 expected)" % (ax, s.dtype))
+            self.expect(s.dtype in (np.int64, np.float64) or
+                        (strdt is not None and strdt.length is None and strdt.encoding == "utf-8"),
+                        where, "axis %s has dtype %s (int64, float64 or variable-length UTF-8 expected)" % (ax, s.dtype))
             axis_scales.append(s)
         hist_bin = self.scale(g, "hist_bin", HIST_BINS, where)
         if rank is None or hist_bin is None or len(self.problems) > start:
