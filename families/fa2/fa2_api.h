@@ -1,8 +1,8 @@
 /* fa2_api.h - the C++ interface of the FlashAttention-2 forward kernels and of their GPU fp64
  * reference at the level of an attention problem, independent of kval's cases so the bench
  * driver links the same objects kval does; fa2_cuda.cu adapts a case to these calls. The
- * instantiation templates (inst/) take the kernels' own storage/accumulator codes
- * (fa2_mma_traits.h); the problem-level entries take kval's precision and return kv_status. */
+ * instantiation templates (inst/) take kval's kv_dtype for the storage and accumulator types;
+ * the problem-level entries take kval's precision and return kv_status. */
 #ifndef KVAL_FA2_API_H
 #define KVAL_FA2_API_H
 
@@ -32,16 +32,16 @@ struct kv_fa2_kernel_info {
 };
 
 /* One instantiation (explicitly instantiated in fa2_d<D>.cu). */
-template <int D, int STORE, int ACC, bool CAUSAL>
+template <int D, kv_dtype STORE, kv_dtype ACC, bool CAUSAL>
 cudaError_t kv_fa2_run(const kv_fa2_args &a, cudaStream_t stream);
-template <int D, int STORE, int ACC, bool CAUSAL>
+template <int D, kv_dtype STORE, kv_dtype ACC, bool CAUSAL>
 cudaError_t kv_fa2_info(kv_fa2_kernel_info *info);
 
 /* kval-wgmma, the Hopper variant (fa2_wgmma.cuh, instantiated in fa2_wgmma_d<D>.cu): head dims
  * 64 and 128, fp16/bf16 storage with fp32 accumulation, compute capability 9.0. */
-template <int D, int STORE, bool CAUSAL>
+template <int D, kv_dtype STORE, bool CAUSAL>
 cudaError_t kv_fa2_wgmma_run(const kv_fa2_args &a, cudaStream_t stream, const char **why);
-template <int D, int STORE, bool CAUSAL>
+template <int D, kv_dtype STORE, bool CAUSAL>
 cudaError_t kv_fa2_wgmma_info(kv_fa2_kernel_info *info);
 
 /* Problem level (fa2_dispatch.cu): the variant (fa2_limits.h) and the instantiation for the

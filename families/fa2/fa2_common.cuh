@@ -1,6 +1,6 @@
 /* fa2_common.cuh - what the two FlashAttention-2 forward kernels (fa2_mma.cuh: kval-mma,
  * fa2_wgmma.cuh: kval-wgmma) share: the key tiles a query block visits, the CUDA type of a
- * storage code, ex2.approx, and the resource report of one instantiation. */
+ * storage type, ex2.approx, and the resource report of one instantiation. */
 #ifndef KVAL_FA2_COMMON_CUH
 #define KVAL_FA2_COMMON_CUH
 
@@ -32,9 +32,9 @@ __device__ __forceinline__ void key_tiles(int m0, int Lq, int Lk, int &n_end, in
   n_free = min(n_free, n_end);
 }
 
-/* The CUDA type of a storage code (KV_FA2_FP16, KV_FA2_BF16). */
-template <int STORE>
-using storage_t = std::conditional_t<STORE == KV_FA2_FP16, __half, __nv_bfloat16>;
+/* The CUDA type of a storage type (KV_FP16, KV_BF16). */
+template <kv_dtype STORE>
+using storage_t = std::conditional_t<STORE == KV_FP16, __half, __nv_bfloat16>;
 
 __device__ __forceinline__ float ex2(float x) {
   float y;

@@ -11,12 +11,8 @@ namespace {
 
 template <int V>
 using int_ = std::integral_constant<int, V>;
-
-/* The kernels' storage and accumulator codes of a supported precision. */
-void codes_of(kv_precision p, int *store, int *acc) {
-  *store = p.storage == KV_FP16 ? KV_FA2_FP16 : KV_FA2_BF16;
-  *acc = p.accum == KV_FP32 ? KV_FA2_ACC_F32 : p.accum == KV_FP16 ? KV_FA2_ACC_F16 : KV_FA2_ACC_BF16;
-}
+template <kv_dtype T>
+using dtype_ = std::integral_constant<kv_dtype, T>;
 
 /* Why the problem cannot be launched by the variant on this device, or NULL. */
 const char *unsupported(int variant, int headdim, kv_precision prec, const char **why) {
@@ -34,17 +30,15 @@ const char *unsupported(int variant, int headdim, kv_precision prec, const char 
 /* F(D, STORE, ACC, CAUSAL) for a supported kval-mma problem. */
 template <class F>
 cudaError_t pick_mma(int headdim, kv_precision prec, int causal, F &&f) {
-  int store, acc;
-  codes_of(prec, &store, &acc);
   auto by_causal = [&](auto d, auto st, auto ac) -> cudaError_t {
     return causal ? f(d, st, ac, std::true_type{}) : f(d, st, ac, std::false_type{});
   };
   auto by_prec = [&](auto d) -> cudaError_t {
-    if (store == KV_FA2_FP16)
-      return acc == KV_FA2_ACC_F32 ? by_causal(d, int_<KV_FA2_FP16>{}, int_<KV_FA2_ACC_F32>{})
-                                   : by_causal(d, int_<KV_FA2_FP16>{}, int_<KV_FA2_ACC_F16>{});
-    return acc == KV_FA2_ACC_F32 ? by_causal(d, int_<KV_FA2_BF16>{}, int_<KV_FA2_ACC_F32>{})
-                                 : by_causal(d, int_<KV_FA2_BF16>{}, int_<KV_FA2_ACC_BF16>{});
+    if (prec.storage == KV_FP16)
+      return prec.accum == KV_FP32 ? by_causal(d, dtype_<KV_FP16>{}, dtype_<KV_FP32>{})
+                                   : by_causal(d, dtype_<KV_FP16>{}, dtype_<KV_FP16>{});
+    return prec.accum == KV_FP32 ? by_causal(d, dtype_<KV_BF16>{}, dtype_<KV_FP32>{})
+                                 : by_causal(d, dtype_<KV_BF16>{}, dtype_<KV_BF16>{});
   };
   switch (headdim) {
     case 32: return by_prec(int_<32>{});
@@ -62,7 +56,7 @@ cudaError_t pick_wgmma(int headdim, kv_precision prec, int causal, F &&f) {
     return causal ? f(d, st, std::true_type{}) : f(d, st, std::false_type{});
   };
   auto by_store = [&](auto d) -> cudaError_t {
-    return prec.storage == KV_FP16 ? by_causal(d, int_<KV_FA2_FP16>{}) : by_causal(d, int_<KV_FA2_BF16>{});
+    return prec.storage == KV_FP16 ? by_causal(d, dtype_<KV_FP16>{}) : by_causal(d, dtype_<KV_BF16>{});
   };
   return headdim == 64 ? by_store(int_<64>{}) : by_store(int_<128>{});
 }
