@@ -21,9 +21,9 @@ namespace ptx = kv::ptx;
 /* Accumulators of one warp tile (MI x NI mma tiles) per accumulation mode: per mma tile four
  * fp32 values (F32, and BF16, rounded to bf16 after every k-step: the bf16 accumulation
  * model), or two fp16 pairs, the native fp16 accumulator (F16). */
-template <class T, int ACC> struct mma_acc {
+template <class T, kv_dtype ACC> struct mma_acc {
   typedef kv_mma_traits Tr;
-  static constexpr bool F16 = ACC == KV_GEMM_ACC_F16;
+  static constexpr bool F16 = ACC == KV_FP16;
   std::conditional_t<F16, uint32_t[2], float[4]> c[Tr::MI][Tr::NI];
   __device__ __forceinline__ void zero() {
 #pragma unroll
@@ -42,7 +42,7 @@ template <class T, int ACC> struct mma_acc {
           ptx::mma_m16n8k16_f16(c[i][j], a[i], b[j][0], b[j][1]);
         } else {
           ptx::mma_m16n8k16_f32<T>(c[i][j], a[i], b[j][0], b[j][1]);
-          if (ACC == KV_GEMM_ACC_BF16)
+          if (ACC == KV_BF16)
 #pragma unroll
             for (int e = 0; e < 4; ++e) c[i][j][e] = round_bf16(c[i][j][e]);
         }
@@ -87,7 +87,7 @@ __device__ __forceinline__ void mma_load_tile(T *s, const T *g, int ld, int r0, 
 
 }  // namespace kv_gemm
 
-template <class T, int ACC, int AT, int BT>
+template <class T, kv_dtype ACC, int AT, int BT>
 __global__ void __launch_bounds__(kv_mma_traits::THREADS)
     kv_gemm_mma_kernel(const T *__restrict__ a, const T *__restrict__ b, const kv_gemm_epi epi, const int k,
                        const int vec) {
@@ -189,7 +189,7 @@ template <int AT, int BT> constexpr int kv_mma_smem_bytes() {
           (BT ? Tr::BN * (Tr::BK + Tr::PAD) : Tr::BK * (Tr::BN + Tr::PAD)));
 }
 
-template <class T, int ACC, int AT, int BT> static kv_status kv_mma_launch(const kv_gemm_problem *p, cudaStream_t st) {
+template <class T, kv_dtype ACC, int AT, int BT> static kv_status kv_mma_launch(const kv_gemm_problem *p, cudaStream_t st) {
   typedef kv_mma_traits Tr;
   constexpr int smem = kv_mma_smem_bytes<AT, BT>();
   const int lda = p->a_t ? p->m : p->k, ldb = p->b_t ? p->k : p->n;
@@ -207,7 +207,7 @@ template <class T, int ACC, int AT, int BT> static kv_status kv_mma_launch(const
   return CHECK_LAUNCH("kv_gemm_mma_kernel");
 }
 
-template <class T, int ACC, int AT, int BT> static kv_status kv_mma_resources_of(kv_kernel_resources *r) {
+template <class T, kv_dtype ACC, int AT, int BT> static kv_status kv_mma_resources_of(kv_kernel_resources *r) {
   typedef kv_mma_traits Tr;
   constexpr int smem = kv_mma_smem_bytes<AT, BT>();
   void (*kernel)(const T *, const T *, const kv_gemm_epi, const int, const int) = kv_gemm_mma_kernel<T, ACC, AT, BT>;
@@ -222,7 +222,7 @@ template <class T, int ACC, int AT, int BT> static kv_status kv_mma_resources_of
 }
 
 /* The three layouts of the sweep: nn, tn, nt. */
-template <class T, int ACC> static kv_status kv_mma_run(const kv_gemm_problem *p, cudaStream_t st) {
+template <class T, kv_dtype ACC> static kv_status kv_mma_run(const kv_gemm_problem *p, cudaStream_t st) {
   if (!p->a_t && !p->b_t) return kv_mma_launch<T, ACC, 0, 0>(p, st);
   if (p->a_t && !p->b_t) return kv_mma_launch<T, ACC, 1, 0>(p, st);
   if (!p->a_t && p->b_t) return kv_mma_launch<T, ACC, 0, 1>(p, st);
@@ -230,7 +230,7 @@ template <class T, int ACC> static kv_status kv_mma_run(const kv_gemm_problem *p
   return KV_ERR;
 }
 
-template <class T, int ACC> static kv_status kv_mma_resources(const kv_gemm_problem *p, kv_kernel_resources *r) {
+template <class T, kv_dtype ACC> static kv_status kv_mma_resources(const kv_gemm_problem *p, kv_kernel_resources *r) {
   if (!p->a_t && !p->b_t) return kv_mma_resources_of<T, ACC, 0, 0>(r);
   if (p->a_t && !p->b_t) return kv_mma_resources_of<T, ACC, 1, 0>(r);
   if (!p->a_t && p->b_t) return kv_mma_resources_of<T, ACC, 0, 1>(r);

@@ -1,14 +1,11 @@
-/* gemm_traits.h - tile configuration of the hand-written GEMM kernels (kval-wgmma, kval-mma)
- * and the accumulation modes they implement. The kernels read their tile sizes, pipeline
- * depths, thread counts and register budgets only from here. */
+/* gemm_traits.h - tile configuration of the hand-written GEMM kernels (kval-wgmma, kval-mma).
+ * The kernels read their tile sizes, pipeline depths, thread counts and register budgets only
+ * from here. They are instantiated per accumulator type ACC, kval's kv_dtype (docs/NUMERICS.md,
+ * precision model): KV_FP32: fp32 accumulators; KV_FP16: native fp16 tensor-core accumulators;
+ * KV_BF16: fp32 accumulators rounded to bf16 after every k-step of 16 (the model of bf16
+ * accumulation, which tensor cores do not have). */
 #ifndef KVAL_GEMM_TRAITS_H
 #define KVAL_GEMM_TRAITS_H
-
-/* How the k-loop accumulates (docs/NUMERICS.md, precision model):
- * F32: fp32 accumulators; F16: native fp16 tensor-core accumulators;
- * BF16: fp32 accumulators rounded to bf16 after every k-step of 16 (the model of bf16
- * accumulation, which tensor cores do not have). */
-enum kv_gemm_acc { KV_GEMM_ACC_F32 = 0, KV_GEMM_ACC_F16 = 1, KV_GEMM_ACC_BF16 = 2 };
 
 /* kval-wgmma: Hopper wgmma fed by TMA through an mbarrier ring, one producer warpgroup and
  * CONSUMERS consumer warpgroups, persistent CTAs (one per SM; PERSISTENT 0: one CTA per

@@ -40,7 +40,7 @@ __device__ __forceinline__ void grouped_tile(int t, int tiles_m, int tiles_n, in
 
 /* Accumulators of one consumer warpgroup (64 x 256) for each accumulation mode: zero-free
  * start (the first k-step overwrites), one k-block of wgmma, and the epilogue. */
-template <class Tr, class T, int ACC, int AT, int BT> struct wgmma_acc;
+template <class Tr, class T, kv_dtype ACC, int AT, int BT> struct wgmma_acc;
 
 /* Descriptors of k-step j of a stage: A K-major steps 32 bytes along its swizzled rows,
  * M-major 16 rows of 128 bytes; likewise B. */
@@ -53,7 +53,7 @@ template <class Tr, int AT, int BT> struct wgmma_descs {
   }
 };
 
-template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC_F32, AT, BT> {
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP32, AT, BT> {
   typedef wgmma_descs<Tr, AT, BT> D;
   float d[128];
   static constexpr bool pipelined = true; /* k-block's wgmma may stay in flight */
@@ -72,7 +72,7 @@ template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC
   __device__ __forceinline__ float2 pair(int j, int h) const { return make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]); }
 };
 
-template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC_F16, AT, BT> {
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP16, AT, BT> {
   typedef wgmma_descs<Tr, AT, BT> D;
   uint32_t d[64];
   static constexpr bool pipelined = true;
@@ -94,9 +94,9 @@ template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC
 
 /* bf16 accumulation model: every k-step of 16 completes and is rounded to bf16 before the
  * next one starts (serialised: a precision-study path, not a performance path). */
-template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC_BF16, AT, BT> {
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_BF16, AT, BT> {
   typedef wgmma_descs<Tr, AT, BT> D;
-  wgmma_acc<Tr, T, KV_GEMM_ACC_F32, AT, BT> f;
+  wgmma_acc<Tr, T, KV_FP32, AT, BT> f;
   static constexpr bool pipelined = false;
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
 #pragma unroll
@@ -159,7 +159,7 @@ __device__ __forceinline__ void wgmma_epilogue(const Acc &acc, const kv_gemm_epi
 
 }  // namespace kv_gemm
 
-template <class Tr, class T, int ACC, int AT, int BT>
+template <class Tr, class T, kv_dtype ACC, int AT, int BT>
 __global__ void __launch_bounds__(Tr::THREADS, 1)
     kv_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                          const __grid_constant__ CUtensorMap map_d, const kv_gemm_epi epi, const int k,
@@ -310,7 +310,7 @@ static inline kv_status kv_wgmma_device(int *sms) {
   return KV_OK;
 }
 
-template <class Tr, class T, int ACC, int AT, int BT>
+template <class Tr, class T, kv_dtype ACC, int AT, int BT>
 static kv_status kv_wgmma_launch(const kv_gemm_problem *p, cudaStream_t st) {
   int sms;
   KV_TRY(kv_wgmma_device(&sms));
@@ -339,7 +339,7 @@ static kv_status kv_wgmma_launch(const kv_gemm_problem *p, cudaStream_t st) {
   return CHECK_LAUNCH("kv_gemm_wgmma_kernel");
 }
 
-template <class Tr, class T, int ACC, int AT, int BT> static kv_status kv_wgmma_resources_of(kv_kernel_resources *r) {
+template <class Tr, class T, kv_dtype ACC, int AT, int BT> static kv_status kv_wgmma_resources_of(kv_kernel_resources *r) {
   kv_wgmma_kernel_fn kernel = kv_gemm_wgmma_kernel<Tr, T, ACC, AT, BT>;
   cudaFuncAttributes fa;
   KV_TRY(CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::SMEM_BYTES)));
@@ -353,14 +353,14 @@ template <class Tr, class T, int ACC, int AT, int BT> static kv_status kv_wgmma_
 
 /* Whether the family launches kv_wgmma_small_traits: fp32 accumulation and less than one
  * wave of the large tiles (small or skinny problems get twice as many tiles). */
-template <int ACC> static bool kv_wgmma_small(const kv_gemm_problem *p, int sms) {
+template <kv_dtype ACC> static bool kv_wgmma_small(const kv_gemm_problem *p, int sms) {
   typedef kv_wgmma_traits Tr;
   const long long tiles = (long long)((p->m + Tr::BM - 1) / Tr::BM) * ((p->n + Tr::BN - 1) / Tr::BN);
-  return ACC == KV_GEMM_ACC_F32 && tiles < sms;
+  return ACC == KV_FP32 && tiles < sms;
 }
 
 /* The three layouts of the sweep (nn, tn, nt) for configuration Tr. */
-template <class Tr, class T, int ACC> static kv_status kv_wgmma_run_as(const kv_gemm_problem *p, cudaStream_t st) {
+template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_run_as(const kv_gemm_problem *p, cudaStream_t st) {
   if (!p->a_t && !p->b_t) return kv_wgmma_launch<Tr, T, ACC, 0, 0>(p, st);
   if (p->a_t && !p->b_t) return kv_wgmma_launch<Tr, T, ACC, 1, 0>(p, st);
   if (!p->a_t && p->b_t) return kv_wgmma_launch<Tr, T, ACC, 0, 1>(p, st);
@@ -368,7 +368,7 @@ template <class Tr, class T, int ACC> static kv_status kv_wgmma_run_as(const kv_
   return KV_ERR;
 }
 
-template <class Tr, class T, int ACC> static kv_status kv_wgmma_resources_as(const kv_gemm_problem *p, kv_kernel_resources *r) {
+template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_resources_as(const kv_gemm_problem *p, kv_kernel_resources *r) {
   if (!p->a_t && !p->b_t) return kv_wgmma_resources_of<Tr, T, ACC, 0, 0>(r);
   if (p->a_t && !p->b_t) return kv_wgmma_resources_of<Tr, T, ACC, 1, 0>(r);
   if (!p->a_t && p->b_t) return kv_wgmma_resources_of<Tr, T, ACC, 0, 1>(r);
@@ -376,18 +376,18 @@ template <class Tr, class T, int ACC> static kv_status kv_wgmma_resources_as(con
   return KV_ERR;
 }
 
-template <class T, int ACC> static kv_status kv_wgmma_run(const kv_gemm_problem *p, cudaStream_t st) {
+template <class T, kv_dtype ACC> static kv_status kv_wgmma_run(const kv_gemm_problem *p, cudaStream_t st) {
   int sms;
   KV_TRY(kv_wgmma_device(&sms));
-  if constexpr (ACC == KV_GEMM_ACC_F32)
+  if constexpr (ACC == KV_FP32)
     if (kv_wgmma_small<ACC>(p, sms)) return kv_wgmma_run_as<kv_wgmma_small_traits, T, ACC>(p, st);
   return kv_wgmma_run_as<kv_wgmma_traits, T, ACC>(p, st);
 }
 
-template <class T, int ACC> static kv_status kv_wgmma_resources(const kv_gemm_problem *p, kv_kernel_resources *r) {
+template <class T, kv_dtype ACC> static kv_status kv_wgmma_resources(const kv_gemm_problem *p, kv_kernel_resources *r) {
   int sms;
   KV_TRY(kv_wgmma_device(&sms));
-  if constexpr (ACC == KV_GEMM_ACC_F32)
+  if constexpr (ACC == KV_FP32)
     if (kv_wgmma_small<ACC>(p, sms)) return kv_wgmma_resources_as<kv_wgmma_small_traits, T, ACC>(p, r);
   return kv_wgmma_resources_as<kv_wgmma_traits, T, ACC>(p, r);
 }
