@@ -1,6 +1,7 @@
 /* fa2_common.cuh - what the two FlashAttention-2 forward kernels (fa2_mma.cuh: kval-mma,
- * fa2_wgmma.cuh: kval-wgmma) share: the key tiles a query block visits, the CUDA type of a
- * storage type, ex2.approx, and the resource report of one instantiation. */
+ * fa2_wgmma.cuh: kval-wgmma) share: the key tiles a query block visits, the size of a launch's
+ * grid, the CUDA type of a storage type, ex2.approx, and the resource report of one
+ * instantiation. */
 #ifndef KVAL_FA2_COMMON_CUH
 #define KVAL_FA2_COMMON_CUH
 
@@ -30,6 +31,12 @@ __device__ __forceinline__ void key_tiles(int m0, int Lq, int Lk, int &n_end, in
     n_free = min(n_free, first_lim <= 0 ? 0 : first_lim / BN);
   }
   n_free = min(n_free, n_end);
+}
+
+/* Thread blocks of a launch of BM query rows per block: one per query block, head and batch. */
+template <int BM>
+long long grid_blocks(const kv_fa2_args &a) {
+  return static_cast<long long>((a.seqlen_q + BM - 1) / BM) * a.heads * a.batch;
 }
 
 /* The CUDA type of a storage type (KV_FP16, KV_BF16). */

@@ -1,8 +1,9 @@
-/* fa2_dispatch.cu - run-time choice of the FlashAttention-2 forward kernel for a problem: the
- * variant (kval-mma or kval-wgmma), after the family's support rule (fa2_limits.h) and the
- * device check, and its instantiation (head dim x storage x accumulation x causal), for a
- * launch or a resource query. The instantiations are compiled in inst/fa2_mma_d<D>.cu and
- * inst/fa2_wgmma_d<D>.cu. */
+/* fa2_dispatch.cu - the FlashAttention-2 forward kernel of a problem, chosen once: the variant
+ * (kval-mma or kval-wgmma), after the family's support rule (fa2_limits.h), the argument checks
+ * and the device check, and its instantiation (head dim x storage x accumulation x causal),
+ * whose prepare step encodes what the launch needs (kv_fa2_prepare); then the launch and the
+ * resource query of the prepared problem. The instantiations are compiled in
+ * inst/fa2_mma_d<D>.cu and inst/fa2_wgmma_d<D>.cu. */
 #include <type_traits>
 
 #include "families/fa2/fa2_api.h"
@@ -74,39 +75,33 @@ kv_status status_of(cudaError_t e, const char *refusal, const char **why) {
 
 }  // namespace
 
-kv_status kv_fa2_forward(int variant, const kv_fa2_args &a, int headdim, kv_precision prec, int causal,
-                         cudaStream_t stream, const char **why) {
+kv_status kv_fa2_prepare(const kv_fa2_args &a, int variant, int headdim, kv_precision prec, int causal,
+                         kv_fa2_problem *pr, const char **why) {
+  *why = nullptr;
   if (unsupported(variant, headdim, prec, why)) return KV_ERR;
   if (!(a.scale_log2 > 0.f) || !(a.scale > 0.f)) *why = "fa2 kernel: the softmax scale must be positive";
   if (a.batch < 0 || a.heads < 1 || a.seqlen_q < 0 || a.seqlen_k < 0) *why = "fa2 kernel: negative size or no heads";
   if (*why) return KV_ERR;
+  *pr = kv_fa2_problem();
+  pr->a = a;
+  pr->variant = variant;
+  pr->headdim = headdim;
+  pr->causal = causal;
+  pr->prec = prec;
   const char *refusal = nullptr;
   cudaError_t e;
   if (variant == KV_FA2_WGMMA)
     e = pick_wgmma(headdim, prec, causal, [&](auto d, auto st, auto ca) {
-      return kv_fa2_wgmma_run<decltype(d)::value, decltype(st)::value, decltype(ca)::value>(a, stream, &refusal);
+      return kv_fa2_wgmma_prepare<decltype(d)::value, decltype(st)::value, decltype(ca)::value>(pr, &refusal);
     });
   else
     e = pick_mma(headdim, prec, causal, [&](auto d, auto st, auto ac, auto ca) {
-      const cudaError_t r = kv_fa2_run<decltype(d)::value, decltype(st)::value, decltype(ac)::value,
-                                       decltype(ca)::value>(a, stream);
-      if (r == cudaErrorInvalidValue) refusal = "fa2 kval-mma: grid too large (blocks > 2^31 - 1)";
-      return r;
+      return kv_fa2_mma_prepare<decltype(d)::value, decltype(st)::value, decltype(ac)::value, decltype(ca)::value>(
+          pr, &refusal);
     });
   return status_of(e, refusal, why);
 }
 
-kv_status kv_fa2_resources(int variant, int headdim, kv_precision prec, int causal, kv_fa2_kernel_info *info,
-                           const char **why) {
-  if (unsupported(variant, headdim, prec, why)) return KV_ERR;
-  cudaError_t e;
-  if (variant == KV_FA2_WGMMA)
-    e = pick_wgmma(headdim, prec, causal, [&](auto d, auto st, auto ca) {
-      return kv_fa2_wgmma_info<decltype(d)::value, decltype(st)::value, decltype(ca)::value>(info);
-    });
-  else
-    e = pick_mma(headdim, prec, causal, [&](auto d, auto st, auto ac, auto ca) {
-      return kv_fa2_info<decltype(d)::value, decltype(st)::value, decltype(ac)::value, decltype(ca)::value>(info);
-    });
-  return CHECK_CUDA(e);
-}
+kv_status kv_fa2_launch(const kv_fa2_problem &pr, cudaStream_t stream) { return CHECK_CUDA(pr.launch(pr, stream)); }
+
+kv_status kv_fa2_resources(const kv_fa2_problem &pr, kv_fa2_kernel_info *info) { return CHECK_CUDA(pr.info(info)); }

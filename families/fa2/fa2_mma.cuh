@@ -1,7 +1,7 @@
-/* fa2_mma.cuh - kval-mma, the FlashAttention-2 forward kernel template (mma.sync) and its
- * launcher template. Included only by the instantiation files families/fa2/inst/fa2_mma_d<D>.cu
- * (and by the benchmark driver's variant files, families/fa2/bench/fa2_variants_d<D>.cu);
- * everything else calls it through fa2_api.h.
+/* fa2_mma.cuh - kval-mma, the FlashAttention-2 forward kernel template (mma.sync) and its host
+ * side per configuration (prepare once: grid check, shared-memory limit; launch). Included only
+ * by the instantiation files families/fa2/inst/fa2_mma_d<D>.cu (and by the bench driver's tile
+ * ladder, families/fa2/bench/fa2_ladder_d<D>.cu); everything else calls it through fa2_api.h.
  *
  * Algorithm (one thread block = BM query rows of one (batch, head); 4 warps, split-Q: warp w
  * owns 16 * MT consecutive rows and every key, so no inter-warp reduction):
@@ -414,21 +414,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
   }
 }
 
-/* ---- launcher of one configuration ---- */
+/* ---- host side of one configuration: prepare once, launch many times ---- */
 
 template <class Tr, kv_dtype STORE, kv_dtype ACC, bool CAUSAL>
-cudaError_t launch(const kv_fa2_args &a, cudaStream_t stream) {
-  auto kern = fa2_fwd_kernel<Tr, STORE, ACC, CAUSAL>;
-  if (!(a.scale_log2 > 0.f) || a.batch < 0 || a.heads < 1 || a.seqlen_q < 0 || a.seqlen_k < 0)
-    return cudaErrorInvalidValue;
+cudaError_t launch(const kv_fa2_problem &pr, cudaStream_t stream) {
+  const kv_fa2_args &a = pr.a;
   if (a.batch == 0 || a.seqlen_q == 0) return cudaSuccess;
-  const long long blocks = static_cast<long long>((a.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM) * a.heads * a.batch;
-  if (blocks > INT_MAX) return cudaErrorInvalidValue;
-  if (Tr::kSmemBytes > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
-    if (e != cudaSuccess) return e;
-  }
-  kern<<<static_cast<unsigned>(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+  fa2_fwd_kernel<Tr, STORE, ACC, CAUSAL>
+      <<<static_cast<unsigned>(kv_fa2_common::grid_blocks<Tr::kBlockM>(a)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -437,22 +430,34 @@ cudaError_t info(kv_fa2_kernel_info *out) {
   return kv_fa2_common::kernel_info<Tr>(fa2_fwd_kernel<Tr, STORE, ACC, CAUSAL>, out);
 }
 
+/* The grid checked against the launch limit, the shared-memory limit raised where the
+ * configuration needs more than 48 KB, launch and info set. */
+template <class Tr, kv_dtype STORE, kv_dtype ACC, bool CAUSAL>
+cudaError_t prepare(kv_fa2_problem *pr, const char **why) {
+  if (kv_fa2_common::grid_blocks<Tr::kBlockM>(pr->a) > INT_MAX) {
+    *why = "fa2 kval-mma: grid too large (blocks > 2^31 - 1)";
+    return cudaErrorInvalidValue;
+  }
+  if (Tr::kSmemBytes > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(fa2_fwd_kernel<Tr, STORE, ACC, CAUSAL>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
+    if (e != cudaSuccess) return e;
+  }
+  pr->launch = launch<Tr, STORE, ACC, CAUSAL>;
+  pr->info = info<Tr, STORE, ACC, CAUSAL>;
+  return cudaSuccess;
+}
+
 }  // namespace kv_fa2
 
 /* The instantiations kval runs (kv_fa2_traits<D>), explicitly instantiated per head dim. */
 template <int D, kv_dtype STORE, kv_dtype ACC, bool CAUSAL>
-cudaError_t kv_fa2_run(const kv_fa2_args &a, cudaStream_t stream) {
-  return kv_fa2::launch<kv_fa2_traits<D>, STORE, ACC, CAUSAL>(a, stream);
-}
-template <int D, kv_dtype STORE, kv_dtype ACC, bool CAUSAL>
-cudaError_t kv_fa2_info(kv_fa2_kernel_info *info) {
-  return kv_fa2::info<kv_fa2_traits<D>, STORE, ACC, CAUSAL>(info);
+cudaError_t kv_fa2_mma_prepare(kv_fa2_problem *pr, const char **why) {
+  return kv_fa2::prepare<kv_fa2_traits<D>, STORE, ACC, CAUSAL>(pr, why);
 }
 
-#define KV_FA2_INSTANTIATE(D, STORE, ACC)                                                    \
-  template cudaError_t kv_fa2_run<D, STORE, ACC, false>(const kv_fa2_args &, cudaStream_t); \
-  template cudaError_t kv_fa2_run<D, STORE, ACC, true>(const kv_fa2_args &, cudaStream_t);  \
-  template cudaError_t kv_fa2_info<D, STORE, ACC, false>(kv_fa2_kernel_info *);             \
-  template cudaError_t kv_fa2_info<D, STORE, ACC, true>(kv_fa2_kernel_info *);
+#define KV_FA2_INSTANTIATE(D, STORE, ACC)                                                            \
+  template cudaError_t kv_fa2_mma_prepare<D, STORE, ACC, false>(kv_fa2_problem *, const char **); \
+  template cudaError_t kv_fa2_mma_prepare<D, STORE, ACC, true>(kv_fa2_problem *, const char **);
 
 #endif

@@ -1,7 +1,8 @@
 /* fa2_wgmma.cuh - kval-wgmma, the Hopper (sm_90a) FlashAttention-2 forward kernel template and
- * its launcher, FA3-style: TMA loads, wgmma tensor-core instructions, a producer warpgroup
- * and consumer warpgroups. Included only by families/fa2/inst/fa2_wgmma_d<D>.cu; everything
- * else calls it through fa2_api.h. Configuration: fa2_wgmma_traits.h.
+ * its host side (prepare: grid check, the four TMA descriptors encoded once per problem; launch),
+ * FA3-style: TMA loads, wgmma tensor-core instructions, a producer warpgroup and consumer
+ * warpgroups. Included only by families/fa2/inst/fa2_wgmma_d<D>.cu; everything else calls it
+ * through fa2_api.h. Configuration: fa2_wgmma_traits.h.
  *
  * One CTA = BM query rows of one (batch, head); causal CTAs start with the heaviest query
  * blocks. Q, K, V and O are 4-D tensors [batch, seqlen, heads, D] to TMA (one tensor map
@@ -417,34 +418,12 @@ cudaError_t encode_map(CUtensorMap *map, const void *base, int batch, int seqlen
 }
 
 template <class Tr, kv_dtype STORE, bool CAUSAL>
-cudaError_t launch(const kv_fa2_args &a, cudaStream_t stream, const char **why) {
-  constexpr int D = Tr::kHeadDim;
+cudaError_t launch(const kv_fa2_problem &pr, cudaStream_t stream) {
+  const kv_fa2_args &a = pr.a;
   if (a.batch == 0 || a.seqlen_q == 0) return cudaSuccess;
-  const long long blocks = static_cast<long long>((a.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM) * a.heads * a.batch;
-  if (blocks > INT_MAX) {
-    if (why) *why = "kval-wgmma: grid too large (blocks > 2^31 - 1)";
-    return cudaErrorInvalidValue;
-  }
-  /* the maps of the last launch are reused while the tensors and sizes stay the same (the
-   * harness launches one case many times) */
-  static kv_fa2_args last;
-  static CUtensorMap maps[4];
-  static bool have_maps = false;
-  if (!have_maps || a.q != last.q || a.k != last.k || a.v != last.v || a.o != last.o || a.batch != last.batch ||
-      a.heads != last.heads || a.seqlen_q != last.seqlen_q || a.seqlen_k != last.seqlen_k) {
-    have_maps = false;
-    cudaError_t e = encode_map<STORE, D>(&maps[0], a.q, a.batch, a.seqlen_q, a.heads, Tr::kBlockM, why);
-    if (e == cudaSuccess) e = encode_map<STORE, D>(&maps[1], a.k, a.batch, a.seqlen_k, a.heads, Tr::kBlockN, why);
-    if (e == cudaSuccess) e = encode_map<STORE, D>(&maps[2], a.v, a.batch, a.seqlen_k, a.heads, Tr::kBlockN, why);
-    if (e == cudaSuccess) e = encode_map<STORE, D>(&maps[3], a.o, a.batch, a.seqlen_q, a.heads, 64, why);
-    if (e != cudaSuccess) return e;
-    last = a;
-    have_maps = true;
-  }
-  auto kern = fa2_wgmma_kernel<Tr, STORE, CAUSAL>;
-  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
-  if (e != cudaSuccess) return e;
-  kern<<<static_cast<unsigned>(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], a);
+  fa2_wgmma_kernel<Tr, STORE, CAUSAL>
+      <<<static_cast<unsigned>(kv_fa2_common::grid_blocks<Tr::kBlockM>(a)), Tr::kThreads, Tr::kSmemBytes, stream>>>(
+          pr.maps[0], pr.maps[1], pr.maps[2], pr.maps[3], a);
   return cudaGetLastError();
 }
 
@@ -453,21 +432,38 @@ cudaError_t info(kv_fa2_kernel_info *out) {
   return kv_fa2_common::kernel_info<Tr>(fa2_wgmma_kernel<Tr, STORE, CAUSAL>, out);
 }
 
+/* The grid checked against the launch limit, the four tensor maps encoded for the problem's
+ * tensors, the shared-memory limit raised, launch and info set. */
+template <class Tr, kv_dtype STORE, bool CAUSAL>
+cudaError_t prepare(kv_fa2_problem *pr, const char **why) {
+  constexpr int D = Tr::kHeadDim;
+  const kv_fa2_args &a = pr->a;
+  if (kv_fa2_common::grid_blocks<Tr::kBlockM>(a) > INT_MAX) {
+    *why = "kval-wgmma: grid too large (blocks > 2^31 - 1)";
+    return cudaErrorInvalidValue;
+  }
+  cudaError_t e = encode_map<STORE, D>(&pr->maps[0], a.q, a.batch, a.seqlen_q, a.heads, Tr::kBlockM, why);
+  if (e == cudaSuccess) e = encode_map<STORE, D>(&pr->maps[1], a.k, a.batch, a.seqlen_k, a.heads, Tr::kBlockN, why);
+  if (e == cudaSuccess) e = encode_map<STORE, D>(&pr->maps[2], a.v, a.batch, a.seqlen_k, a.heads, Tr::kBlockN, why);
+  if (e == cudaSuccess) e = encode_map<STORE, D>(&pr->maps[3], a.o, a.batch, a.seqlen_q, a.heads, 64, why);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(fa2_wgmma_kernel<Tr, STORE, CAUSAL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             Tr::kSmemBytes);
+  if (e != cudaSuccess) return e;
+  pr->launch = launch<Tr, STORE, CAUSAL>;
+  pr->info = info<Tr, STORE, CAUSAL>;
+  return cudaSuccess;
+}
+
 }  // namespace kv_fa2_wgmma
 
 template <int D, kv_dtype STORE, bool CAUSAL>
-cudaError_t kv_fa2_wgmma_run(const kv_fa2_args &a, cudaStream_t stream, const char **why) {
-  return kv_fa2_wgmma::launch<kv_fa2_wgmma_traits<D>, STORE, CAUSAL>(a, stream, why);
-}
-template <int D, kv_dtype STORE, bool CAUSAL>
-cudaError_t kv_fa2_wgmma_info(kv_fa2_kernel_info *info) {
-  return kv_fa2_wgmma::info<kv_fa2_wgmma_traits<D>, STORE, CAUSAL>(info);
+cudaError_t kv_fa2_wgmma_prepare(kv_fa2_problem *pr, const char **why) {
+  return kv_fa2_wgmma::prepare<kv_fa2_wgmma_traits<D>, STORE, CAUSAL>(pr, why);
 }
 
-#define KV_FA2_WGMMA_INSTANTIATE(D, STORE)                                                                    \
-  template cudaError_t kv_fa2_wgmma_run<D, STORE, false>(const kv_fa2_args &, cudaStream_t, const char **); \
-  template cudaError_t kv_fa2_wgmma_run<D, STORE, true>(const kv_fa2_args &, cudaStream_t, const char **);  \
-  template cudaError_t kv_fa2_wgmma_info<D, STORE, false>(kv_fa2_kernel_info *);                            \
-  template cudaError_t kv_fa2_wgmma_info<D, STORE, true>(kv_fa2_kernel_info *);
+#define KV_FA2_WGMMA_INSTANTIATE(D, STORE)                                                            \
+  template cudaError_t kv_fa2_wgmma_prepare<D, STORE, false>(kv_fa2_problem *, const char **); \
+  template cudaError_t kv_fa2_wgmma_prepare<D, STORE, true>(kv_fa2_problem *, const char **);
 
 #endif
