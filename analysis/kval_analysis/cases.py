@@ -1,7 +1,7 @@
 """cases.py - per-case tables derived from the family Datasets: precision decoding and unit
-roundoffs, the reduction length of each case (gemm K parsed from "MxNxK", fa2 key length,
-norm hidden size), one row per case aggregated over ranks, throughput per case and status
-counts per family and precision."""
+roundoffs, the reduction length K of each case (the file's red_len, as kval's tolerance used
+it), one row per case aggregated over ranks, throughput per case and status counts per family
+and precision."""
 import numpy as np
 import pandas as pd
 
@@ -31,23 +31,9 @@ def parse_shape(shape):
     return tuple(int(p) for p in parts)
 
 
-def reduction_length(family, frame, params):
-    """The K of the sqrt(K)*u error model of every row: gemm K, fa2 key length (P.V
-    reduction), norm hidden size; NaN for families without a known reduction."""
-    if family == "gemm" and "shape" in frame:
-        return frame["shape"].map(lambda s: parse_shape(s)[2]).astype(float)
-    if family == "fa2" and "seqlen" in frame:
-        seqlen_k = float(params.get("seqlen_k", 0) or 0)
-        return pd.Series(seqlen_k if seqlen_k > 0 else frame["seqlen"].astype(float), index=frame.index,
-                         dtype=float)
-    if "hidden" in frame:
-        return frame["hidden"].astype(float)
-    return pd.Series(np.nan, index=frame.index)
-
-
 def family_frame(ds, variables=None):
     """case_frame plus derived columns: storage, accum, K (reduction length) and, for gemm, M, N."""
-    frame = case_frame(ds, variables)
+    frame = case_frame(ds, None if variables is None else list(variables) + ["red_len"])
     family = ds.attrs["family"]
     if "precision" in frame:
         split = frame["precision"].map(split_precision)
@@ -57,7 +43,7 @@ def family_frame(ds, variables=None):
         mnk = frame["shape"].map(parse_shape)
         frame["M"] = mnk.map(lambda t: t[0]).astype(float)
         frame["N"] = mnk.map(lambda t: t[1]).astype(float)
-    frame["K"] = reduction_length(family, frame, ds.attrs.get("params", {}))
+    frame["K"] = frame["red_len"] if "red_len" in frame else np.nan
     return frame
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 STATUS_NAMES = ("not_run", "pass", "fail_tolerance", "fail_nonfinite", "skipped", "error")
 RAN = ("pass", "fail_tolerance", "fail_nonfinite")  # an output was produced and checked
 FAILED = ("fail_tolerance", "fail_nonfinite", "error")

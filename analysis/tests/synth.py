@@ -16,7 +16,7 @@ STORAGE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 HIST_BINS = np.array([-np.inf, -13.0] + [float(e) for e in range(-12, 4)] + [4.0, np.nan])
 
 DOUBLES = [("max_abs", "1"), ("max_rel", "1"), ("rel_l2", "1"), ("mean_abs", "1"), ("max_ulp", "ulp"),
-           ("p99_ulp", "ulp"), ("max_bound_ratio", "1"), ("floor_ratio", "1"), ("aux_max_abs", "1"),
+           ("p99_ulp", "ulp"), ("max_bound_ratio", "1"), ("floor_ratio", "1"), ("red_len", "1"), ("aux_max_abs", "1"),
            ("ref_seconds", "s"), ("ref_xcheck", "1"), ("time_min", "s"), ("time_median", "s"),
            ("time_mean", "s"), ("time_p10", "s"), ("time_p90", "s"), ("time_stddev", "s"),
            ("tflops", "TFLOP/s"), ("gbps", "GB/s"), ("intensity", "FLOP/byte"), ("roofline_frac", "1"),
@@ -148,7 +148,7 @@ def _fill_cell(out, idx, r, values, meas, rng, opts):
             t *= factor
     vals = {"max_abs": rel_l2 * 3.0, "max_rel": rel_l2 * 10.0, "rel_l2": rel_l2, "mean_abs": rel_l2 * 0.8,
             "max_ulp": max(1.0, round(4.0 * rel_l2 / us)), "p99_ulp": max(1.0, round(2.0 * rel_l2 / us)),
-            "max_bound_ratio": bound_ratio, "floor_ratio": rel_l2 / (0.5 * us),
+            "max_bound_ratio": bound_ratio, "floor_ratio": rel_l2 / (0.5 * us), "red_len": float(k),
             "aux_max_abs": rel_l2 if opts["family"] == "fa2" else float("nan"), "ref_seconds": 1e-3,
             "ref_xcheck": 1e-15, "time_min": t * 0.98, "time_median": t, "time_mean": t * 1.01,
             "time_p10": t * 0.99, "time_p90": t * 1.02, "time_stddev": t * 0.01, "tflops": flops / t / 1e12,
@@ -271,7 +271,7 @@ def _write_family(f, family, nranks, rng, opts):
 
 def write_kval_file(path, nranks=4, gpus_per_host=2, host_prefix="node", families=tuple(FAMILIES),
                     backend="cuda", mode="fleet", seed=42, slow=None, case_slow=(), flips=(), failures=(),
-                    error_scale=1.0, time_factor=1.0, device_names=None, layout_version=1,
+                    error_scale=1.0, time_factor=1.0, device_names=None, layout_version=2,
                     drop_root_attrs=(), drop_groups=(), fp_compare=True, fixed_strings=False,
                     creation_time="2026-11-30T08:00:00Z", noise_seed=1):
     """Write one synthetic kval file. slow: {rank: factor}; case_slow: [(family, {axis: v}, rank,

@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "family.h"
+#include "core/timing.h"
 #include "numerics/errstats.h"
 #include "input/plan.h"
 
@@ -51,12 +52,8 @@ typedef struct {
   int n_times;
   double ref_seconds;  /* wall time of the reference */
   double ref_xcheck;   /* GPU vs CPU reference disagreement (NaN when not cross-checked) */
-  /* telemetry around the measurement (NaN / 0 when unavailable) */
-  double sm_clock_min, sm_clock_max, mem_clock, temperature, power;
-  uint64_t throttle_reasons;
-  int clock_flag;
-  /* resources of the kernel variant (-1 when unknown, e.g. on the cpu backend) */
-  int registers, smem_bytes, local_bytes, occupancy;
+  kv_telemetry tel;    /* around the measurement */
+  kv_kernel_resources res; /* of the kernel variant (-1 when unknown, e.g. on the cpu backend) */
   /* Requests of the runner, set before run_case (a backend may ignore them):
    * device_stats - compute the error statistics where the data is (the device) and hand them
    *                back in stats (has_stats = 1); ref and mag then need not come to the host;

@@ -190,8 +190,8 @@ static kv_status cpu_run_case(const kv_case *c, const kv_run_settings *rs, kv_ca
   } else {
     snprintf(message, msglen, "cpu backend: %s case failed (see the error above)", f->name);
   }
-  d->sm_clock_min = d->sm_clock_max = d->mem_clock = d->temperature = d->power = NAN;
-  d->registers = d->smem_bytes = d->local_bytes = d->occupancy = -1;
+  kv_telemetry_unknown(&d->tel);
+  d->res.registers = d->res.smem_bytes = d->res.local_bytes = d->res.occupancy = -1;
   free_tensors(in, t.n_in);
   free_tensors(out, t.n_out);
   return st;

@@ -12,10 +12,11 @@ void kv_result_init(kv_result *r, int rank, int family, uint64_t cell) {
   r->family = family;
   r->cell = cell;
   r->status = KV_NOT_RUN;
-#define KV_X(name, unit, doc) r->name = NAN;
+#define KV_X(name, member, unit, doc) r->member = NAN;
   KV_RESULT_DOUBLES(KV_X)
 #undef KV_X
-#define KV_X(name, unit, doc) r->name = -1;
+#define KV_X(name, member, unit, doc) r->member = -1;
   KV_RESULT_INTS(KV_X)
 #undef KV_X
+  r->tel.throttle_reasons = 0; /* a bitmask: none seen */
 }

@@ -76,3 +76,9 @@ double kv_wtime(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+void kv_telemetry_unknown(kv_telemetry *t) {
+  t->sm_clock_min = t->sm_clock_max = t->mem_clock = t->temperature = t->power = NAN;
+  t->throttle_reasons = 0;
+  t->clock_flag = 0;
+}

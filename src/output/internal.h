@@ -23,17 +23,17 @@
 #error "KV_HDF5_PARALLEL is 1 but these HDF5 headers are the serial flavour"
 #endif
 
-#define KV_LAYOUT_VERSION 1
+#define KV_LAYOUT_VERSION 2
 
 /* Counts of the result fields from the X-macro lists of result.h. */
 enum {
-#define KV_X(name, unit, doc) KV_DOUBLE_##name,
+#define KV_X(name, member, unit, doc) KV_DOUBLE_##name,
   KV_RESULT_DOUBLES(KV_X)
 #undef KV_X
   KV_N_DOUBLES
 };
 enum {
-#define KV_X(name, unit, doc) KV_INT_##name,
+#define KV_X(name, member, unit, doc) KV_INT_##name,
   KV_RESULT_INTS(KV_X)
 #undef KV_X
   KV_N_INTS

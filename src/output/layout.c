@@ -42,10 +42,10 @@ kv_status kv_layout_structure(kv_output *o, hid_t file) {
   if (st == KV_OK) st = kv_h5_create_dataset(g, name, ft, rank, dims, mt, fill, &ds[n++]);
     KV_MAKE("status", o->t_status, nd, of->dims, o->t_status, &fill_status)
     KV_MAKE("fingerprint", H5T_STD_U64LE, nd, of->dims, H5T_NATIVE_UINT64, NULL)
-#define KV_X(name, unit, doc) KV_MAKE(#name, H5T_IEEE_F64LE, nd, of->dims, H5T_NATIVE_DOUBLE, &nan)
+#define KV_X(name, member, unit, doc) KV_MAKE(#name, H5T_IEEE_F64LE, nd, of->dims, H5T_NATIVE_DOUBLE, &nan)
     KV_RESULT_DOUBLES(KV_X)
 #undef KV_X
-#define KV_X(name, unit, doc) KV_MAKE(#name, H5T_STD_I64LE, nd, of->dims, H5T_NATIVE_INT64, &fill_int)
+#define KV_X(name, member, unit, doc) KV_MAKE(#name, H5T_STD_I64LE, nd, of->dims, H5T_NATIVE_INT64, &fill_int)
     KV_RESULT_INTS(KV_X)
 #undef KV_X
     KV_MAKE("message", o->t_message, nd, of->dims, o->t_message, NULL)
@@ -293,7 +293,7 @@ static kv_status describe_family(kv_output *o, const kv_out_family *of, hid_t fi
   if (st == KV_OK) st = describe_dataset(o, g, name, units, doc, sc, first, n);
   KV_DESC("status", NULL, status_doc, 0, na + 1)
   KV_DESC("fingerprint", NULL, fingerprint_doc, 0, na + 1)
-#define KV_X(name, unit, doc) KV_DESC(#name, unit, doc, 0, na + 1)
+#define KV_X(name, member, unit, doc) KV_DESC(#name, unit, doc, 0, na + 1)
   KV_RESULT_DOUBLES(KV_X)
   KV_RESULT_INTS(KV_X)
 #undef KV_X

@@ -147,10 +147,10 @@ static kv_status open_family(kv_output *o, kv_out_family *of) {
   KV_OPEN(of->fp_distinct, "fp_distinct")
   KV_OPEN(of->fp_majority, "fp_majority")
   KV_OPEN(of->fp_agrees, "fp_agrees")
-#define KV_X(name, unit, doc) KV_OPEN(of->dbl[KV_DOUBLE_##name], #name)
+#define KV_X(name, member, unit, doc) KV_OPEN(of->dbl[KV_DOUBLE_##name], #name)
   KV_RESULT_DOUBLES(KV_X)
 #undef KV_X
-#define KV_X(name, unit, doc) KV_OPEN(of->ints[KV_INT_##name], #name)
+#define KV_X(name, member, unit, doc) KV_OPEN(of->ints[KV_INT_##name], #name)
   KV_RESULT_INTS(KV_X)
 #undef KV_X
 #undef KV_OPEN

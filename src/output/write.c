@@ -58,13 +58,17 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
   if (st == KV_OK) st = CHECK_H5(H5Dwrite(ds, type, ms, fs, o->dxpl, buf));
   KV_W(of->fingerprint, H5T_NATIVE_UINT64, &src->fingerprint)
   KV_W(of->message, o->t_message, message)
-#define KV_X(name, unit, doc) KV_W(of->dbl[KV_DOUBLE_##name], H5T_NATIVE_DOUBLE, &src->name)
+#define KV_X(name, member, unit, doc) KV_W(of->dbl[KV_DOUBLE_##name], H5T_NATIVE_DOUBLE, &src->member)
   KV_RESULT_DOUBLES(KV_X)
 #undef KV_X
-#define KV_X(name, unit, doc) KV_W(of->ints[KV_INT_##name], H5T_NATIVE_INT64, &src->name)
+#define KV_X(name, member, unit, doc)                    \
+  {                                                      \
+    const int64_t v = (int64_t)src->member;              \
+    KV_W(of->ints[KV_INT_##name], H5T_NATIVE_INT64, &v) \
+  }
   KV_RESULT_INTS(KV_X)
 #undef KV_X
-  if (st == KV_OK) st = CHECK_H5(H5Dwrite(of->hist, H5T_NATIVE_UINT64, hms, hfs, o->dxpl, src->hist));
+  if (st == KV_OK) st = CHECK_H5(H5Dwrite(of->hist, H5T_NATIVE_UINT64, hms, hfs, o->dxpl, src->stats.hist));
   /* Status last: the writes reach the file at once and in this order (serial: no data
    * sieve, see kv_h5_serial_fapl; parallel: MPI-IO writes), so a process killed mid-cell
    * leaves status not_run and --resume reruns the cell instead of keeping it half-written. */

@@ -73,20 +73,9 @@ static kv_status evaluate(const kv_case *c, const kv_cost *cost, const kv_run_se
     es = d->stats;
   else
     KV_TRY(host_errstats(c, cost, rs, d, &es));
-  r->max_abs = es.max_abs;
-  r->max_rel = es.max_rel;
-  r->rel_l2 = es.rel_l2;
-  r->mean_abs = es.mean_abs;
-  r->max_ulp = es.max_ulp;
-  r->p99_ulp = es.p99_ulp;
-  r->max_bound_ratio = es.max_bound_ratio;
-  r->floor_ratio = es.floor_ratio;
-  r->n_nan = es.n_nan;
-  r->n_inf = es.n_inf;
-  r->n_checked = es.n_checked;
-  r->worst_index = es.worst_index;
+  r->stats = es;
+  r->red_len = cost->red_len;
   r->ref_rows = (int64_t)d->n_rows;
-  memcpy(r->hist, es.hist, sizeof r->hist);
   r->status = kv_errstats_verdict(&es);
   if (d->aux && d->aux_ref) {
     /* Auxiliary output (fa2 LSE): a non-finite value where the reference is finite, or a
@@ -114,15 +103,8 @@ static kv_status evaluate(const kv_case *c, const kv_cost *cost, const kv_run_se
 }
 
 static void fill_timing(const kv_cost *cost, const kv_rank_info *info, kv_case_data *d, kv_result *r) {
-  kv_timing t;
-  kv_timing_summarize(d->times, d->n_times, &t);
-  r->time_min = t.min;
-  r->time_median = t.median;
-  r->time_mean = t.mean;
-  r->time_p10 = t.p10;
-  r->time_p90 = t.p90;
-  r->time_stddev = t.stddev;
-  r->reps = t.reps;
+  kv_timing_summarize(d->times, d->n_times, &r->timing);
+  const kv_timing t = r->timing;
   r->tflops = cost->flops / t.median / 1e12;
   r->gbps = cost->bytes / t.median / 1e9;
   r->intensity = cost->flops / cost->bytes;
@@ -131,17 +113,8 @@ static void fill_timing(const kv_cost *cost, const kv_rank_info *info, kv_case_d
   r->roofline_frac = cost->flops / t.median / ceiling;
   r->ref_seconds = d->ref_seconds;
   r->ref_xcheck = d->ref_xcheck;
-  r->sm_clock_min = d->sm_clock_min;
-  r->sm_clock_max = d->sm_clock_max;
-  r->mem_clock = d->mem_clock;
-  r->temperature = d->temperature;
-  r->power = d->power;
-  r->throttle_reasons = (int64_t)d->throttle_reasons;
-  r->clock_flag = d->clock_flag;
-  r->registers = d->registers;
-  r->smem_bytes = d->smem_bytes;
-  r->local_bytes = d->local_bytes;
-  r->occupancy = d->occupancy;
+  r->tel = d->tel;
+  r->res = d->res;
 }
 
 static uint64_t output_fingerprint(const kv_case_data *d) {
@@ -191,8 +164,8 @@ static void report_failure(const kv_case *c, const kv_result *r, const kv_rank_i
   char what[512];
   kv_case_describe(c, what, sizeof what);
   fprintf(stderr, "kval: %s rank %d host %s (%s): %s: max_bound_ratio %.3g, max_ulp %.3g, nan %lld, inf %lld%s%s\n",
-          kv_status_name((kv_case_status)r->status), r->rank, info->host, info->uuid, what, r->max_bound_ratio,
-          r->max_ulp, (long long)r->n_nan, (long long)r->n_inf, r->message[0] ? ": " : "", r->message);
+          kv_status_name((kv_case_status)r->status), r->rank, info->host, info->uuid, what, r->stats.max_bound_ratio,
+          r->stats.max_ulp, (long long)r->stats.n_nan, (long long)r->stats.n_inf, r->message[0] ? ": " : "", r->message);
 }
 
 static void count_status(kv_run_summary *sum, int status) {

@@ -129,12 +129,12 @@ static void check_case(const kv_backend *be, const kv_case *c, const kv_plan *p)
   }
   EXPECT(d.ref_xcheck <= 1e-9, "%s: GPU vs CPU reference disagreement %g", what, d.ref_xcheck);
   EXPECT(d.n_times >= p->run.min_reps && d.times[0] > 0.0 && d.ref_seconds > 0.0, "%s: %d timings", what, d.n_times);
-  if (d.registers == -1)
+  if (d.res.registers == -1)
     /* a library kernel (cuBLAS chooses inside the library): its resources are all unknown */
-    EXPECT(d.local_bytes == -1 && d.occupancy == -1 && d.smem_bytes == -1, "%s: resources partly known", what);
+    EXPECT(d.res.local_bytes == -1 && d.res.occupancy == -1 && d.res.smem_bytes == -1, "%s: resources partly known", what);
   else
-    EXPECT(d.registers > 0 && d.local_bytes == 0 && d.occupancy > 0, "%s: resources %d regs %d local %d blocks/SM",
-           what, d.registers, d.local_bytes, d.occupancy);
+    EXPECT(d.res.registers > 0 && d.res.local_bytes == 0 && d.res.occupancy > 0, "%s: resources %d regs %d local %d blocks/SM",
+           what, d.res.registers, d.res.local_bytes, d.res.occupancy);
   free_all(in, t.n_in);
   free_all(out, t.n_out);
   kv_case_data_free(&d);

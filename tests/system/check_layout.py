@@ -50,6 +50,12 @@ def result_fields():
     return out
 
 
+def layout_version():
+    """KV_LAYOUT_VERSION of src/output/internal.h, the one definition of the layout's version."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "output", "internal.h")
+    return int(re.search(r"#define KV_LAYOUT_VERSION (\d+)", open(path).read()).group(1))
+
+
 class Checker:
     def __init__(self, path, nranks, expect_run):
         self.path, self.nranks, self.expect_run = path, nranks, expect_run
@@ -75,7 +81,8 @@ class Checker:
             return False
         self.expect(a["seed"].dtype == np.uint64, "/", "seed is %s, expected uint64" % a["seed"].dtype)
         self.expect(int(a["nranks"]) == self.nranks, "/", "nranks %s, expected %d" % (a["nranks"], self.nranks))
-        self.expect(int(a["layout_version"]) == 1, "/", "layout_version %s, expected 1" % a["layout_version"])
+        want = layout_version()
+        self.expect(int(a["layout_version"]) == want, "/", "layout_version %s, expected %d" % (a["layout_version"], want))
         self.expect(a["mode"] in ("fleet", "split"), "/", "mode %r" % a["mode"])
         self.expect(a["hdf5_flavour"] in ("parallel", "serial"), "/", "hdf5_flavour %r" % a["hdf5_flavour"])
         want = ",".join("%d=%s" % (i, s) for i, s in enumerate(STATUS))

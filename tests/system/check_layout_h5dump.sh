@@ -78,7 +78,9 @@ has_attrs / "$root" kval_version git_commit command_line deck_text deck_path cre
   hdf5_version cuda_runtime cuda_driver slurm_job_id slurm_nodes backend mode seed nranks hdf5_flavour \
   layout_version status_names complete
 [ "$(attr_of /nranks)" = "$nranks" ] || bad "/: nranks is '$(attr_of /nranks)', expected $nranks"
-[ "$(attr_of /layout_version)" = 1 ] || bad "/: layout_version is '$(attr_of /layout_version)', expected 1"
+version=$(sed -n 's/^#define KV_LAYOUT_VERSION \([0-9]*\)$/\1/p' "$here/../../src/output/internal.h")
+[ "$(attr_of /layout_version)" = "$version" ] ||
+  bad "/: layout_version is '$(attr_of /layout_version)', expected $version (src/output/internal.h)"
 
 # --- /ranks ---
 if grep -q '^G|/ranks|' "$tmp/objects"; then

@@ -15,6 +15,7 @@ H5DUMP=${H5DUMP:-h5dump}
 OMPI_MCA_rmaps_base_oversubscribe=${OMPI_MCA_rmaps_base_oversubscribe:-1}
 export H5DUMP OMPI_MCA_rmaps_base_oversubscribe
 prog=$top_builddir/tests/unit/test_output
+layout_version=$(sed -n 's/^#define KV_LAYOUT_VERSION \([0-9]*\)$/\1/p' "$top_srcdir/src/output/internal.h")
 layout() { "$PYTHON" "$top_srcdir/tests/system/check_layout.py" "$@"; }
 have_h5dump=yes
 h5layout() { [ $have_h5dump = no ] || sh "$top_srcdir/tests/system/check_layout_h5dump.sh" "$@"; }
@@ -66,7 +67,7 @@ for np in 1 2 4; do
     "written with backend 'cpu', this run has backend 'cuda'" "the file has no group '/tgemm'" \
     "/tfa/status has length 2 along headdim, this run's plan needs 3" "missing.h5: No such file or directory" \
     "text.h5: not an HDF5 file" "plain.h5: not a kval output file" \
-    "layout_version 99, this kval writes layout_version 1" "$ranks_msg"; do
+    "layout_version 99, this kval writes layout_version $layout_version" "$ranks_msg"; do
     grep -q -- "$pattern" "$dir/log" || fail "-np $np: no message '$pattern'"
   done
   for f in out split; do

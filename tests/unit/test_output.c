@@ -125,8 +125,9 @@ static int slot_of(const kv_plan *p, const kv_case *k) { return (int)(k->fp - p-
 static double dval(int gen, int rank, int f, uint64_t cell, int j) {
   return gen * 1e6 + rank * 1e4 + f * 1e3 + (double)cell + j / 64.0;
 }
+/* Distinct per field and cell, and within int32: some result members are ints. */
 static int64_t ival(int gen, int rank, int f, uint64_t cell, int j) {
-  return gen * 1000000000LL + rank * 10000000LL + f * 1000000LL + (int64_t)cell * 100 + j;
+  return gen * 400000000LL + rank * 40000000LL + f * 4000000LL + (int64_t)cell * 100 + j;
 }
 static uint64_t fpval(int gen, int rank, int f, uint64_t cell) {
   return ((uint64_t)gen << 48) ^ ((uint64_t)rank << 32) ^ ((uint64_t)f << 24) ^ (cell + 1);
@@ -142,14 +143,14 @@ static void make_result(const kv_plan *p, size_t i, int rank, int gen, kv_result
   kv_result_init(r, rank, k->fp->family_index, k->cell);
   r->status = case_status(gen, i);
   r->fingerprint = fpval(gen, rank, f, k->cell);
-#define KV_X(name, unit, doc) r->name = dval(gen, rank, f, k->cell, j++);
+#define KV_X(name, member, unit, doc) r->member = dval(gen, rank, f, k->cell, j++);
   KV_RESULT_DOUBLES(KV_X)
 #undef KV_X
   j = 0;
-#define KV_X(name, unit, doc) r->name = ival(gen, rank, f, k->cell, j++);
+#define KV_X(name, member, unit, doc) r->member = ival(gen, rank, f, k->cell, j++);
   KV_RESULT_INTS(KV_X)
 #undef KV_X
-  for (int b = 0; b < KV_HIST_BINS; b++) r->hist[b] = (uint64_t)(gen * 1000 + rank * 100 + b) + k->cell;
+  for (int b = 0; b < KV_HIST_BINS; b++) r->stats.hist[b] = (uint64_t)(gen * 1000 + rank * 100 + b) + k->cell;
   snprintf(r->message, sizeof r->message, "g%d r%d f%d c%llu", gen, rank, f, (unsigned long long)k->cell);
 }
 
@@ -281,14 +282,14 @@ static void verify_family(hid_t file, const kv_plan *p, const expect *e, int f) 
   EXPECT(read_ds(grp, "status", -1, s8) == 0, "read %s/status", fam);
   CHECK_CELLS("status", s8[at] == e->status[f][at], "%d, expected %d", s8[at], e->status[f][at]);
   int j = 0;
-#define KV_X(name, unit, doc)                                                                  \
+#define KV_X(name, member, unit, doc)                                                          \
   EXPECT(read_ds(grp, #name, H5T_NATIVE_DOUBLE, d) == 0, "read %s/%s", fam, #name);              \
   CHECK_CELLS(#name, g ? d[at] == dval(g, r, f, c, j) : isnan(d[at]), "%g", d[at]);          \
   j++;
   KV_RESULT_DOUBLES(KV_X)
 #undef KV_X
   j = 0;
-#define KV_X(name, unit, doc)                                                                  \
+#define KV_X(name, member, unit, doc)                                                          \
   EXPECT(read_ds(grp, #name, H5T_NATIVE_INT64, i64) == 0, "read %s/%s", fam, #name);             \
   CHECK_CELLS(#name, i64[at] == (g ? ival(g, r, f, c, j) : -1), "%lld", (long long)i64[at]);  \
   j++;
@@ -338,7 +339,7 @@ static void verify_file(const char *path, const kv_plan *p, const expect *e, int
   EXPECT(attr_int(file, "complete") == complete, "%s: complete %lld, expected %d", path, attr_int(file, "complete"),
          complete);
   EXPECT(attr_int(file, "nranks") == e->nranks, "%s: nranks", path);
-  EXPECT(attr_int(file, "layout_version") == 1, "%s: layout_version", path);
+  EXPECT(attr_int(file, "layout_version") == 2, "%s: layout_version", path);
   EXPECT(attr_str_is(file, "deck_text", deck_text), "%s: deck_text", path);
   EXPECT(attr_str_is(file, "mode", p->mode == KV_MODE_SPLIT ? "split" : "fleet"), "%s: mode", path);
   EXPECT(attr_str_is(file, "hdf5_flavour", kv_output_flavour()), "%s: hdf5_flavour", path);

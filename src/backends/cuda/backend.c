@@ -236,8 +236,8 @@ static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_c
                                size_t msglen) {
   const kv_family *f = c->fp->family;
   d->ref_xcheck = NAN;
-  d->sm_clock_min = d->sm_clock_max = d->mem_clock = d->temperature = d->power = NAN;
-  d->registers = d->smem_bytes = d->local_bytes = d->occupancy = -1;
+  kv_telemetry_unknown(&d->tel);
+  d->res.registers = d->res.smem_bytes = d->res.local_bytes = d->res.occupancy = -1;
   if (!f->cuda) {
     set_message(message, msglen, "%s has no CUDA implementation in this build", f->name);
     return KV_ERR;
@@ -266,12 +266,7 @@ static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_c
     st = f->cuda->prepare(c, b.in, b.out, &problem, &why);
   }
   kv_kernel_resources res;
-  if (st == KV_OK && f->cuda->resources(problem, &res) == KV_OK) {
-    d->registers = res.registers;
-    d->smem_bytes = res.smem_bytes;
-    d->local_bytes = res.local_bytes;
-    d->occupancy = res.occupancy;
-  }
+  if (st == KV_OK && f->cuda->resources(problem, &res) == KV_OK) d->res = res;
   if (st == KV_OK) {
     step = "launch";
     st = kv_cuda_time_case(&ctx, f->cuda, problem, rs, d);

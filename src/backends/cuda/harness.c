@@ -17,13 +17,7 @@
 
 #define TELEMETRY_INTERVAL 0.25 /* seconds between NVML readings inside the loop */
 
-static void telemetry_start(kv_case_data *d) {
-  d->sm_clock_min = d->sm_clock_max = d->mem_clock = d->temperature = d->power = NAN;
-  d->throttle_reasons = 0;
-  d->clock_flag = 0;
-}
-
-static void telemetry_read(const kv_cuda_ctx *ctx, kv_case_data *d) {
+static void telemetry_read(const kv_cuda_ctx *ctx, kv_telemetry *d) {
   kv_nvml_sample s;
   kv_nvml_read(&s);
   if (!isnan(s.sm_clock)) {
@@ -55,7 +49,7 @@ static kv_status repeat(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const 
                         const kv_run_settings *rs, cudaEvent_t e0, cudaEvent_t e1, kv_case_data *d) {
   for (int i = 0; i < rs->warmup; i++) KV_TRY(cf->launch(problem, ctx->stream));
   KV_TRY(CHECK_CUDA(cudaStreamSynchronize(ctx->stream)));
-  telemetry_read(ctx, d);
+  telemetry_read(ctx, &d->tel);
   const int max_reps = rs->max_reps > 0 ? rs->max_reps : 1;
   d->times = KV_MALLOC((size_t)max_reps * sizeof *d->times);
   KV_TRY(CHECK_ALLOC(d->times));
@@ -67,19 +61,19 @@ static kv_status repeat(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const 
     d->n_times++;
     const double now = kv_wtime();
     if (now - last_reading >= TELEMETRY_INTERVAL) {
-      telemetry_read(ctx, d);
+      telemetry_read(ctx, &d->tel);
       last_reading = now;
     }
     if (now - start >= rs->time_cap) break;
     if (d->n_times >= rs->min_reps && kv_timing_median_rse(d->times, d->n_times) <= rs->rse_target) break;
   }
-  telemetry_read(ctx, d);
+  telemetry_read(ctx, &d->tel);
   return KV_OK;
 }
 
 kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem,
                             const kv_run_settings *rs, kv_case_data *d) {
-  telemetry_start(d);
+  kv_telemetry_unknown(&d->tel);
   cudaEvent_t e0 = NULL, e1 = NULL;
   kv_status st = CHECK_CUDA(cudaEventCreate(&e0));
   if (st == KV_OK) st = CHECK_CUDA(cudaEventCreate(&e1));
