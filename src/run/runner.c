@@ -117,6 +117,13 @@ static void fill_timing(const kv_cost *cost, const kv_rank_info *info, kv_case_d
   r->res = d->res;
 }
 
+kv_status kv_runner_case_result(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs,
+                                const kv_rank_info *info, kv_case_data *d, kv_result *r) {
+  const kv_status st = evaluate(c, cost, rs, d, r);
+  fill_timing(cost, info, d, r);
+  return st;
+}
+
 static uint64_t output_fingerprint(const kv_case_data *d) {
   uint64_t fp = kv_fingerprint(d->out, d->out_count * kv_dtype_size(d->out_type));
   if (d->aux) fp = kv_mix64(fp ^ kv_fingerprint(d->aux, d->aux_count * sizeof *d->aux));
@@ -151,11 +158,10 @@ static void run_case(const kv_plan *p, size_t ci, const kv_backend *be, const kv
     kv_case_data_free(&d);
     return;
   }
-  if (evaluate(c, &cost, &p->run, &d, r) != KV_OK) {
+  if (kv_runner_case_result(c, &cost, &p->run, info, &d, r) != KV_OK) {
     r->status = KV_ERROR;
     snprintf(r->message, sizeof r->message, "error statistics failed (out of memory?)");
   }
-  fill_timing(&cost, info, &d, r);
   r->fingerprint = output_fingerprint(&d);
   kv_case_data_free(&d);
 }

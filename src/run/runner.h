@@ -21,6 +21,14 @@ typedef struct {
  * flush, close, exit 130/143). */
 void kv_runner_install_signals(void);
 
+/* The result row of case c from what the backend handed back: error statistics (the
+ * backend's own when it computed them on the device), verdict (the auxiliary output
+ * included), timing statistics, throughput and roofline fraction, reference time and
+ * cross-check, telemetry and resources. KV_ERR when the error statistics could not be
+ * computed (the rest is filled). The bench harness (bench/harness.c) judges its cases with it. */
+kv_status kv_runner_case_result(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs,
+                                const kv_rank_info *info, kv_case_data *d, kv_result *r);
+
 /* Run this rank's cases; collective over comm. `done` (may be NULL) marks cases a resumed
  * file already holds. */
 kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backend *be,

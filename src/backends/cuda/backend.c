@@ -1,11 +1,12 @@
-/* backend_cuda.c - the `cuda` backend: binds the rank to its GPU, measures the ceilings, and
+/* backend.c - the `cuda` backend: binds the rank to its GPU, measures the ceilings, and
  * runs a case: device buffers laid out as kv_tensors, inputs generated on the device
- * (bit-identical to the host generator), outputs poisoned with NaN bits, the timing harness,
- * the output copied back, the GPU fp64 reference over the whole output, the error
- * statistics computed on the device from it (errstats_gpu.cu; the whole reference comes to
- * the host only when the runner asks for host statistics), a cross-check of that reference
- * against the family's CPU reference on a few sampled rows, and --inject sticky as a real
- * device fault (fault.cu). */
+ * (bit-identical to the host generator), outputs poisoned with NaN bits, the family's prepare,
+ * the timing harness around the family's launch (or, for the bench harness, a launch override
+ * on the family's prepared problem: kv_cuda_run_case_with), the output copied back, the GPU
+ * fp64 reference over the whole output, the error statistics computed on the device from it
+ * (errstats.cu; the whole reference comes to the host only when the runner asks for host
+ * statistics), a cross-check of that reference against the family's CPU reference on a few
+ * sampled rows, and --inject sticky as a real device fault (fault.cu). */
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -232,8 +233,8 @@ static kv_status inject_fault(const kv_case *c) {
   return KV_ERR;
 }
 
-static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_case_data *d, char *message,
-                               size_t msglen) {
+kv_status kv_cuda_run_case_with(const kv_case *c, const kv_run_settings *rs, const kv_cuda_launch_override *ovr,
+                                kv_case_data *d, char *message, size_t msglen) {
   const kv_family *f = c->fp->family;
   d->ref_xcheck = NAN;
   kv_telemetry_unknown(&d->tel);
@@ -254,7 +255,7 @@ static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_c
   }
   case_buffers b;
   memset(&b, 0, sizeof b);
-  void *problem = NULL;
+  void *problem = NULL, *state = NULL;
   const char *step = "device allocation", *why = NULL;
   kv_status st = buffers_alloc(&t, &cost, &b);
   if (st == KV_OK) {
@@ -265,11 +266,22 @@ static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_c
     step = "prepare";
     st = f->cuda->prepare(c, b.in, b.out, &problem, &why);
   }
+  /* what is timed: the family's launch of its problem, or the override's of its state */
+  kv_cuda_launch_fn launch = f->cuda->launch;
+  kv_status (*resources)(const void *, kv_kernel_resources *) = f->cuda->resources;
+  const void *kernel = problem;
+  if (st == KV_OK && ovr) {
+    step = "prepare of the bench launch";
+    st = ovr->prepare(problem, ovr->arg, &state, &why);
+    launch = ovr->launch;
+    resources = ovr->resources;
+    kernel = state;
+  }
   kv_kernel_resources res;
-  if (st == KV_OK && f->cuda->resources(problem, &res) == KV_OK) d->res = res;
+  if (st == KV_OK && resources(kernel, &res) == KV_OK) d->res = res;
   if (st == KV_OK) {
     step = "launch";
-    st = kv_cuda_time_case(&ctx, f->cuda, problem, rs, d);
+    st = kv_cuda_time_case(&ctx, launch, kernel, rs, d);
   }
   if (st == KV_OK && d->device_fault) {
     step = "injected device fault";
@@ -281,6 +293,7 @@ static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_c
   }
   if (st == KV_OK && cross_check(c, &t, &cost, rs, &b, d) != KV_OK)
     kv_report(__FILE__, __LINE__, f->name, "cell %zu: CPU cross-check of the GPU reference failed", c->cell);
+  if (state) ovr->release(state);
   if (problem) f->cuda->release(problem);
   if (buffers_free(&b) != KV_OK && st == KV_OK) {
     step = "device free";
@@ -292,6 +305,11 @@ static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_c
   }
   if (st != KV_OK) set_message(message, msglen, "cuda %s failed (see the log)", step);
   return st;
+}
+
+static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_case_data *d, char *message,
+                               size_t msglen) {
+  return kv_cuda_run_case_with(c, rs, NULL, d, message, msglen);
 }
 
 static void cuda_finalize(void) {

@@ -1,4 +1,4 @@
-/* cuda_harness.c - the timing harness of the cuda backend: warm-up launches, then timed
+/* harness.c - the timing harness of the cuda backend: warm-up launches, then timed
  * repetitions with a CUDA event pair around each launch; between repetitions (outside the
  * timed region) a memset of a buffer twice the L2 size evicts the inputs and outputs from
  * L2 unless the deck asks for warm timing. The loop stops when the relative standard error
@@ -32,11 +32,11 @@ static void telemetry_read(const kv_cuda_ctx *ctx, kv_telemetry *d) {
 }
 
 /* One timed repetition: flush (untimed), event, launch, event, wait. */
-static kv_status time_once(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem, int flush,
+static kv_status time_once(const kv_cuda_ctx *ctx, kv_cuda_launch_fn launch, const void *problem, int flush,
                            cudaEvent_t e0, cudaEvent_t e1, double *seconds) {
   if (flush) KV_TRY(CHECK_CUDA(cudaMemsetAsync(ctx->flush, 0x5a, ctx->flush_bytes, ctx->stream)));
   KV_TRY(CHECK_CUDA(cudaEventRecord(e0, ctx->stream)));
-  KV_TRY(cf->launch(problem, ctx->stream));
+  KV_TRY(launch(problem, ctx->stream));
   KV_TRY(CHECK_CUDA(cudaEventRecord(e1, ctx->stream)));
   KV_TRY(CHECK_CUDA(cudaEventSynchronize(e1)));
   float ms = 0.0f;
@@ -45,9 +45,9 @@ static kv_status time_once(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, con
   return KV_OK;
 }
 
-static kv_status repeat(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem,
+static kv_status repeat(const kv_cuda_ctx *ctx, kv_cuda_launch_fn launch, const void *problem,
                         const kv_run_settings *rs, cudaEvent_t e0, cudaEvent_t e1, kv_case_data *d) {
-  for (int i = 0; i < rs->warmup; i++) KV_TRY(cf->launch(problem, ctx->stream));
+  for (int i = 0; i < rs->warmup; i++) KV_TRY(launch(problem, ctx->stream));
   KV_TRY(CHECK_CUDA(cudaStreamSynchronize(ctx->stream)));
   telemetry_read(ctx, &d->tel);
   const int max_reps = rs->max_reps > 0 ? rs->max_reps : 1;
@@ -57,7 +57,7 @@ static kv_status repeat(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const 
   const double start = kv_wtime();
   double last_reading = start;
   while (d->n_times < max_reps) {
-    KV_TRY(time_once(ctx, cf, problem, rs->l2_flush, e0, e1, &d->times[d->n_times]));
+    KV_TRY(time_once(ctx, launch, problem, rs->l2_flush, e0, e1, &d->times[d->n_times]));
     d->n_times++;
     const double now = kv_wtime();
     if (now - last_reading >= TELEMETRY_INTERVAL) {
@@ -71,13 +71,13 @@ static kv_status repeat(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const 
   return KV_OK;
 }
 
-kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem,
+kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, kv_cuda_launch_fn launch, const void *problem,
                             const kv_run_settings *rs, kv_case_data *d) {
   kv_telemetry_unknown(&d->tel);
   cudaEvent_t e0 = NULL, e1 = NULL;
   kv_status st = CHECK_CUDA(cudaEventCreate(&e0));
   if (st == KV_OK) st = CHECK_CUDA(cudaEventCreate(&e1));
-  if (st == KV_OK) st = repeat(ctx, cf, problem, rs, e0, e1, d);
+  if (st == KV_OK) st = repeat(ctx, launch, problem, rs, e0, e1, d);
   if (e0 && CHECK_CUDA(cudaEventDestroy(e0)) != KV_OK) st = KV_ERR;
   if (e1 && CHECK_CUDA(cudaEventDestroy(e1)) != KV_OK) st = KV_ERR;
   return st;
