@@ -14,6 +14,7 @@
 
 #include "core/cuda_check.cuh"
 #include "core/dtype.h"
+#include "family.h"
 #include "families/fa2/fa2_limits.h"
 #include "families/fa2/fa2_mma_traits.h"
 
@@ -67,7 +68,7 @@ cudaError_t kv_fa2_wgmma_prepare(kv_fa2_problem *pr, const char **why);
 kv_status kv_fa2_prepare(const kv_fa2_args &a, int variant, int headdim, kv_precision prec, int causal,
                          kv_fa2_problem *pr, const char **why);
 kv_status kv_fa2_launch(const kv_fa2_problem &pr, cudaStream_t stream);
-kv_status kv_fa2_resources(const kv_fa2_problem &pr, kv_fa2_kernel_info *info);
+kv_status kv_fa2_resources(const kv_fa2_problem &pr, kv_kernel_resources *r);
 
 /* GPU fp64 reference (fa2_gpu_ref.cu), the definition of fa2_cpu_ref.c evaluated with cuBLAS
  * DGEMM: ref = O [batch, seqlen_q, heads, D], mag the magnitude term of the same shape,

@@ -66,13 +66,7 @@ static kv_status fa2_reference(const void *problem, double *d_ref, double *d_mag
 }
 
 static kv_status fa2_resources(const void *problem, kv_kernel_resources *res) {
-  kv_fa2_kernel_info info;
-  KV_TRY(kv_fa2_resources(static_cast<const kv_fa2_case *>(problem)->kernel, &info));
-  res->registers = info.registers;
-  res->smem_bytes = info.smem_bytes;
-  res->local_bytes = info.local_bytes;
-  res->occupancy = info.blocks_per_sm;
-  return KV_OK;
+  return kv_fa2_resources(static_cast<const kv_fa2_case *>(problem)->kernel, res);
 }
 
 static void fa2_release(void *problem) { delete static_cast<kv_fa2_case *>(problem); }

@@ -63,8 +63,8 @@ struct kv_fa2_config {
   static_assert((16 * kMTiles * kRowChunks) % 32 == 0, "output rows of a warp split evenly over its lanes");
 };
 
-/* The configuration kval runs for each head dimension (`fa2_bench info` prints registers,
- * local memory and occupancy of each instantiation: 2 blocks = 8 warps per SM throughout).
+/* The configuration kval runs for each head dimension (every `fa2_bench` row gives the registers,
+ * local memory and occupancy of its instantiation: 2 blocks = 8 warps per SM throughout).
  * Q stays in registers only for d = 32; from d = 64 up the registers go to the S and O
  * accumulators (d = 64: 128 x 128 tiles with Q in shared memory timed 1-3 % faster than
  * 128 x 64 with Q in registers on the H200; d = 128: 128 x 48, the widest tile whose 8

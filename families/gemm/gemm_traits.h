@@ -14,9 +14,9 @@
  * EPI_TMA 1: the epilogue writes the tile into a swizzled shared-memory buffer per consumer
  * and one TMA store sends it out while the next tile's k-loop runs (when N is a multiple of 8);
  * EPI_TMA 0: bounds-checked stores straight from the registers.
- * kv_wgmma_config<...> is the family of configurations (families/gemm/bench/gemm_bench.cu times the
- * ladder steps with other members); the family launches kv_wgmma_traits, and for problems
- * of less than one wave of its tiles with fp32 accumulation, kv_wgmma_small_traits. */
+ * kv_wgmma_config<...> is the family of configurations (`gemm_bench ladder` times the steps of
+ * families/gemm/bench/gemm_ladder.cu, other members); the family launches kv_wgmma_traits, and
+ * for problems of less than one wave of its tiles with fp32 accumulation, kv_wgmma_small_traits. */
 template <int CONSUMERS_, int STAGES_, int GROUP_M_, int PERSISTENT_, int EPI_TMA_> struct kv_wgmma_config {
   static constexpr int CONSUMERS = CONSUMERS_;
   static constexpr int BM = 64 * CONSUMERS, BN = 256, BK = 64;
