@@ -433,11 +433,15 @@ cudaError_t info(kv_fa2_kernel_info *out) {
 }
 
 /* The grid checked against the launch limit, the four tensor maps encoded for the problem's
- * tensors, the shared-memory limit raised, launch and info set. */
+ * tensors (none for an empty problem, which launches nothing), the shared-memory limit raised,
+ * launch and info set. */
 template <class Tr, kv_dtype STORE, bool CAUSAL>
 cudaError_t prepare(kv_fa2_problem *pr, const char **why) {
   constexpr int D = Tr::kHeadDim;
   const kv_fa2_args &a = pr->a;
+  pr->launch = launch<Tr, STORE, CAUSAL>;
+  pr->info = info<Tr, STORE, CAUSAL>;
+  if (a.batch == 0 || a.seqlen_q == 0) return cudaSuccess;
   if (kv_fa2_common::grid_blocks<Tr::kBlockM>(a) > INT_MAX) {
     *why = "kval-wgmma: grid too large (blocks > 2^31 - 1)";
     return cudaErrorInvalidValue;
@@ -449,10 +453,7 @@ cudaError_t prepare(kv_fa2_problem *pr, const char **why) {
   if (e == cudaSuccess)
     e = cudaFuncSetAttribute(fa2_wgmma_kernel<Tr, STORE, CAUSAL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              Tr::kSmemBytes);
-  if (e != cudaSuccess) return e;
-  pr->launch = launch<Tr, STORE, CAUSAL>;
-  pr->info = info<Tr, STORE, CAUSAL>;
-  return cudaSuccess;
+  return e;
 }
 
 }  // namespace kv_fa2_wgmma
