@@ -29,12 +29,6 @@ struct kv_fa2_args {
   float scale_log2; /* softmax scale * log2(e) in fp32, > 0 */
 };
 
-/* Resources of one instantiation. */
-struct kv_fa2_kernel_info {
-  int registers, local_bytes, smem_bytes, blocks_per_sm;
-  int block_m, block_n, stages, threads;
-};
-
 /* A problem prepared once (kv_fa2_prepare) and launched many times (kv_fa2_launch): the
  * decoded problem, the chosen instantiation's launch and resource query, and for kval-wgmma
  * the TMA descriptors of Q, K, V and O, encoded for these tensors. A plain value: a copy
@@ -45,7 +39,7 @@ struct kv_fa2_problem {
   kv_precision prec;
   CUtensorMap maps[4]; /* kval-wgmma: Q, K, V, O */
   cudaError_t (*launch)(const kv_fa2_problem &pr, cudaStream_t stream);
-  cudaError_t (*info)(kv_fa2_kernel_info *info);
+  cudaError_t (*info)(kv_kernel_resources *r);
 };
 
 /* The instantiations' prepare steps (explicitly instantiated in inst/fa2_mma_d<D>.cu and

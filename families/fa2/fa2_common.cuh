@@ -50,9 +50,9 @@ __device__ __forceinline__ float ex2(float x) {
 }
 
 /* Registers, local memory, shared memory and resident blocks per SM of kernel `kern` with the
- * configuration Tr (kThreads, kSmemBytes dynamic, kBlockM, kBlockN, kStages). */
+ * configuration Tr (kThreads, kSmemBytes dynamic). */
 template <class Tr, class Kernel>
-cudaError_t kernel_info(Kernel kern, kv_fa2_kernel_info *out) {
+cudaError_t kernel_info(Kernel kern, kv_kernel_resources *out) {
   cudaFuncAttributes attr;
   cudaError_t e = cudaFuncGetAttributes(&attr, kern);
   if (e == cudaSuccess && Tr::kSmemBytes > 48 * 1024)
@@ -63,11 +63,7 @@ cudaError_t kernel_info(Kernel kern, kv_fa2_kernel_info *out) {
   out->registers = attr.numRegs;
   out->local_bytes = static_cast<int>(attr.localSizeBytes);
   out->smem_bytes = static_cast<int>(attr.sharedSizeBytes) + Tr::kSmemBytes;
-  out->blocks_per_sm = blocks;
-  out->block_m = Tr::kBlockM;
-  out->block_n = Tr::kBlockN;
-  out->stages = Tr::kStages;
-  out->threads = Tr::kThreads;
+  out->occupancy = blocks;
   return cudaSuccess;
 }
 

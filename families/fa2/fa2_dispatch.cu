@@ -104,12 +104,4 @@ kv_status kv_fa2_prepare(const kv_fa2_args &a, int variant, int headdim, kv_prec
 
 kv_status kv_fa2_launch(const kv_fa2_problem &pr, cudaStream_t stream) { return CHECK_CUDA(pr.launch(pr, stream)); }
 
-kv_status kv_fa2_resources(const kv_fa2_problem &pr, kv_kernel_resources *r) {
-  kv_fa2_kernel_info info;
-  KV_TRY(CHECK_CUDA(pr.info(&info)));
-  r->registers = info.registers;
-  r->smem_bytes = info.smem_bytes;
-  r->local_bytes = info.local_bytes;
-  r->occupancy = info.blocks_per_sm;
-  return KV_OK;
-}
+kv_status kv_fa2_resources(const kv_fa2_problem &pr, kv_kernel_resources *r) { return CHECK_CUDA(pr.info(r)); }

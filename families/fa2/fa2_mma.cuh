@@ -426,7 +426,7 @@ cudaError_t launch(const kv_fa2_problem &pr, cudaStream_t stream) {
 }
 
 template <class Tr, kv_dtype STORE, kv_dtype ACC, bool CAUSAL>
-cudaError_t info(kv_fa2_kernel_info *out) {
+cudaError_t info(kv_kernel_resources *out) {
   return kv_fa2_common::kernel_info<Tr>(fa2_fwd_kernel<Tr, STORE, ACC, CAUSAL>, out);
 }
 
