@@ -45,7 +45,7 @@ def run_settings(deck):
     if missing:
         raise SystemExit(f"peer_timing: {deck}: [run] must set {', '.join(missing)} for the peers")
     rs = {k: float(found[k]) for k in RUN_KEYS if k != "l2_flush"}
-    rs["l2_flush"] = 0 if found["l2_flush"] in ("warm", "0") else 1
+    rs["l2_flush"] = 0 if found["l2_flush"] == "warm" else 1
     return rs
 
 
