@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # h200_run.sh - the integrated kval run on a GPU node, in one device call with a deadline:
-# Autotools build, `make check` (GPU tests, spill check, sanitizer, CPU tests), then
-# inputs/fleet.deck on every GPU in fleet mode (distinct UUIDs, fingerprints must agree),
-# the same with an injected bitflip on the last rank (kval and kval-analyze fleet must name
-# it), and inputs/default.deck on one GPU until the deadline (a SIGTERM at the deadline
-# leaves a resumable file). Logs and files go to $OUT; a short table is printed last.
-#   bash jobs/h200_run.sh [SECONDS]      (default 560)
-# KVAL_RUN_CHECK=0 leaves out `make check` (a fleet re-check on another node kind).
+# Autotools build, `make check` (the GPU tests tests/gpu/test_errstats_gpu, sticky_gpu.sh and
+# test_families_gpu over families/<f>/test.deck, tests/system/check_spills.sh and
+# sanitizer.sh, the CPU tests), then inputs/fleet.deck on every GPU in fleet mode (distinct
+# UUIDs, fingerprints must agree), the same with an injected bitflip on the last rank (kval and
+# kval-analyze fleet must name it), optionally the bench (bench/device_run.sh all on GPU 0,
+# in the same build tree), and inputs/default.deck on one GPU until the deadline (a SIGTERM at
+# the deadline leaves a resumable file). Logs and files go to $OUT; a short table is printed last.
+#   bash jobs/h200_run.sh [SECONDS] [bench]      (default 560)
+# KVAL_RUN_CHECK=0 leaves out `make check` (a fleet re-check on another node kind);
+# `bench` as the second argument, or KVAL_RUN_BENCH=1, runs the bench with KVAL_BENCH_SECONDS
+# of the budget (default 300; its CSV files, logs and tables under $OUT/bench).
 set -uo pipefail
 budget=${1:-560}
+[ "${2:-}" = bench ] && KVAL_RUN_BENCH=1
+bench=${KVAL_RUN_BENCH:-0}
+bench_s=0
+[ "$bench" = 1 ] && bench_s=${KVAL_BENCH_SECONDS:-300}
 start=$(date +%s)
 OUT=${OUT:-/tmp/kval-out}
 L="$OUT/logs"
@@ -38,12 +46,16 @@ grep -A7 'configured:' "$L/build.log"
 table "build: ok in $(($(date +%s) - start)) s"
 K="$top/build/src/kval"
 
-if [ "${KVAL_RUN_CHECK:-1}" = 1 ]; then
+check_s=$(( $(left) - 330 - bench_s ))
+if [ "${KVAL_RUN_CHECK:-1}" = 1 ] && [ "$check_s" -lt 60 ]; then
+  table "make check: skipped (${check_s} s left for it; a larger budget, or KVAL_BENCH_SECONDS)"
+elif [ "${KVAL_RUN_CHECK:-1}" = 1 ]; then
   step make check
-  (cd build && timeout -s TERM $(( $(left) - 330 )) make -j12 check) > "$L/check.log" 2>&1
+  (cd build && timeout -s TERM "$check_s" make -j12 check) > "$L/check.log" 2>&1
   grep -E '^(PASS|FAIL|SKIP|ERROR):' "$L/check.log"
   cp build/test-suite.log "$L/" 2>/dev/null
-  for f in build/tests/gpu/*.log build/tests/sanitizer.log build/tests/check_spills.log build/bench/*.log; do
+  for f in build/tests/gpu/*.log build/tests/system/sanitizer.log build/tests/system/check_spills.log \
+    build/families/*/test_*.log build/families/testkit/*.log; do
     [ -f "$f" ] && cp "$f" "$L/$(echo "$f" | tr / _)"
   done
   table "make check: $(sed -n 's/^# PASS: *//p' build/test-suite.log) pass, $(sed -n 's/^# FAIL: *//p' build/test-suite.log) fail, $(sed -n 's/^# SKIP: *//p' build/test-suite.log) skip"
@@ -65,6 +77,20 @@ code=$?
 python3 -m kval_analysis fleet "$OUT/flip.h5" > "$L/flip_analysis.txt" 2>&1; acode=$?
 named=$(grep -c "FINGERPRINT MISMATCH.*rank $((ngpu - 1))" "$L/flip.log")
 table "bitflip@$((ngpu - 1)): kval exit $code (1 expected), mismatch lines naming rank $((ngpu - 1)): $named, kval-analyze fleet exit $acode (1 expected)"
+
+if [ "$bench" = 1 ]; then
+  step "bench/device_run.sh all ($bench_s s)"
+  t=$(( bench_s < $(left) - 60 ? bench_s : $(left) - 60 ))
+  if [ "$t" -gt 30 ]; then
+    CUDA_VISIBLE_DEVICES=0 OUT="$OUT/bench" KVAL_BUILD="$top/build" BENCH_DEADLINE=$(( t - 10 )) \
+      timeout -s TERM "$t" bash bench/device_run.sh all > "$L/bench.log" 2>&1
+    code=$?
+    sed -n '/^== summary/,$p' "$L/bench.log"
+    table "bench/device_run.sh all: exit $code; $(grep -h '^== summary' "$L/bench.log" | cut -c4-)"
+  else
+    table "bench: skipped ($(left) s left)"
+  fi
+fi
 
 step "default.deck on 1 GPU until the deadline"
 t=$(( $(left) - 25 ))

@@ -30,15 +30,6 @@ typedef struct kv_cuda_family {
   void (*release)(void *problem);
 } kv_cuda_family;
 
-/* In an adapter: a kernel's refusal of a prepared problem reported and returned: st is the
- * status of a call that has already set the static reason why (a CUDA failure was reported by
- * CHECK_CUDA already). */
-#define KV_REFUSED(st, why, family) kv_refused((st), (why), (family), __FILE__, __LINE__)
-static inline kv_status kv_refused(kv_status st, const char *why, const char *family, const char *file, int line) {
-  if (st != KV_OK && why) kv_report(file, line, family, "%s", why);
-  return st;
-}
-
 #define KV_FAMILY(name) extern const kv_cuda_family kv_cuda_##name;
 #include "families/families.def"
 #undef KV_FAMILY

@@ -1,6 +1,7 @@
 /* fa2_common.cuh - what the two FlashAttention-2 forward kernels (fa2_mma.cuh: kval-mma,
- * fa2_wgmma.cuh: kval-wgmma) share: the key tiles a query block visits, the CUDA type of a
- * storage code, ex2.approx, and the resource report of one instantiation. */
+ * fa2_wgmma.cuh: kval-wgmma) share: the key tiles a query block visits, the size of a launch's
+ * grid, the CUDA type of a storage type, ex2.approx, and the resource report of one
+ * instantiation. */
 #ifndef KVAL_FA2_COMMON_CUH
 #define KVAL_FA2_COMMON_CUH
 
@@ -32,9 +33,15 @@ __device__ __forceinline__ void key_tiles(int m0, int Lq, int Lk, int &n_end, in
   n_free = min(n_free, n_end);
 }
 
-/* The CUDA type of a storage code (KV_FA2_FP16, KV_FA2_BF16). */
-template <int STORE>
-using storage_t = std::conditional_t<STORE == KV_FA2_FP16, __half, __nv_bfloat16>;
+/* Thread blocks of a launch of BM query rows per block: one per query block, head and batch. */
+template <int BM>
+long long grid_blocks(const kv_fa2_args &a) {
+  return static_cast<long long>((a.seqlen_q + BM - 1) / BM) * a.heads * a.batch;
+}
+
+/* The CUDA type of a storage type (KV_FP16, KV_BF16). */
+template <kv_dtype STORE>
+using storage_t = std::conditional_t<STORE == KV_FP16, __half, __nv_bfloat16>;
 
 __device__ __forceinline__ float ex2(float x) {
   float y;
@@ -43,9 +50,9 @@ __device__ __forceinline__ float ex2(float x) {
 }
 
 /* Registers, local memory, shared memory and resident blocks per SM of kernel `kern` with the
- * configuration Tr (kThreads, kSmemBytes dynamic, kBlockM, kBlockN, kStages). */
+ * configuration Tr (kThreads, kSmemBytes dynamic). */
 template <class Tr, class Kernel>
-cudaError_t kernel_info(Kernel kern, kv_fa2_kernel_info *out) {
+cudaError_t kernel_info(Kernel kern, kv_kernel_resources *out) {
   cudaFuncAttributes attr;
   cudaError_t e = cudaFuncGetAttributes(&attr, kern);
   if (e == cudaSuccess && Tr::kSmemBytes > 48 * 1024)
@@ -56,11 +63,7 @@ cudaError_t kernel_info(Kernel kern, kv_fa2_kernel_info *out) {
   out->registers = attr.numRegs;
   out->local_bytes = static_cast<int>(attr.localSizeBytes);
   out->smem_bytes = static_cast<int>(attr.sharedSizeBytes) + Tr::kSmemBytes;
-  out->blocks_per_sm = blocks;
-  out->block_m = Tr::kBlockM;
-  out->block_n = Tr::kBlockN;
-  out->stages = Tr::kStages;
-  out->threads = Tr::kThreads;
+  out->occupancy = blocks;
   return cudaSuccess;
 }
 

@@ -1,8 +1,9 @@
-/* fa2_dispatch.cu - run-time choice of the FlashAttention-2 forward kernel for a problem: the
- * variant (kval-mma or kval-wgmma), after the family's support rule (fa2_limits.h) and the
- * device check, and its instantiation (head dim x storage x accumulation x causal), for a
- * launch or a resource query. The instantiations are compiled in inst/fa2_mma_d<D>.cu and
- * inst/fa2_wgmma_d<D>.cu. */
+/* fa2_dispatch.cu - the FlashAttention-2 forward kernel of a problem, chosen once: the variant
+ * (kval-mma or kval-wgmma), after the family's support rule (fa2_limits.h), the argument checks
+ * and the device check, and its instantiation (head dim x storage x accumulation x causal),
+ * whose prepare step encodes what the launch needs (kv_fa2_prepare); then the launch and the
+ * resource query of the prepared problem. The instantiations are compiled in
+ * inst/fa2_mma_d<D>.cu and inst/fa2_wgmma_d<D>.cu. */
 #include <type_traits>
 
 #include "families/fa2/fa2_api.h"
@@ -11,12 +12,8 @@ namespace {
 
 template <int V>
 using int_ = std::integral_constant<int, V>;
-
-/* The kernels' storage and accumulator codes of a supported precision. */
-void codes_of(kv_precision p, int *store, int *acc) {
-  *store = p.storage == KV_FP16 ? KV_FA2_FP16 : KV_FA2_BF16;
-  *acc = p.accum == KV_FP32 ? KV_FA2_ACC_F32 : p.accum == KV_FP16 ? KV_FA2_ACC_F16 : KV_FA2_ACC_BF16;
-}
+template <kv_dtype T>
+using dtype_ = std::integral_constant<kv_dtype, T>;
 
 /* Why the problem cannot be launched by the variant on this device, or NULL. */
 const char *unsupported(int variant, int headdim, kv_precision prec, const char **why) {
@@ -34,17 +31,15 @@ const char *unsupported(int variant, int headdim, kv_precision prec, const char 
 /* F(D, STORE, ACC, CAUSAL) for a supported kval-mma problem. */
 template <class F>
 cudaError_t pick_mma(int headdim, kv_precision prec, int causal, F &&f) {
-  int store, acc;
-  codes_of(prec, &store, &acc);
   auto by_causal = [&](auto d, auto st, auto ac) -> cudaError_t {
     return causal ? f(d, st, ac, std::true_type{}) : f(d, st, ac, std::false_type{});
   };
   auto by_prec = [&](auto d) -> cudaError_t {
-    if (store == KV_FA2_FP16)
-      return acc == KV_FA2_ACC_F32 ? by_causal(d, int_<KV_FA2_FP16>{}, int_<KV_FA2_ACC_F32>{})
-                                   : by_causal(d, int_<KV_FA2_FP16>{}, int_<KV_FA2_ACC_F16>{});
-    return acc == KV_FA2_ACC_F32 ? by_causal(d, int_<KV_FA2_BF16>{}, int_<KV_FA2_ACC_F32>{})
-                                 : by_causal(d, int_<KV_FA2_BF16>{}, int_<KV_FA2_ACC_BF16>{});
+    if (prec.storage == KV_FP16)
+      return prec.accum == KV_FP32 ? by_causal(d, dtype_<KV_FP16>{}, dtype_<KV_FP32>{})
+                                   : by_causal(d, dtype_<KV_FP16>{}, dtype_<KV_FP16>{});
+    return prec.accum == KV_FP32 ? by_causal(d, dtype_<KV_BF16>{}, dtype_<KV_FP32>{})
+                                 : by_causal(d, dtype_<KV_BF16>{}, dtype_<KV_BF16>{});
   };
   switch (headdim) {
     case 32: return by_prec(int_<32>{});
@@ -62,7 +57,7 @@ cudaError_t pick_wgmma(int headdim, kv_precision prec, int causal, F &&f) {
     return causal ? f(d, st, std::true_type{}) : f(d, st, std::false_type{});
   };
   auto by_store = [&](auto d) -> cudaError_t {
-    return prec.storage == KV_FP16 ? by_causal(d, int_<KV_FA2_FP16>{}) : by_causal(d, int_<KV_FA2_BF16>{});
+    return prec.storage == KV_FP16 ? by_causal(d, dtype_<KV_FP16>{}) : by_causal(d, dtype_<KV_BF16>{});
   };
   return headdim == 64 ? by_store(int_<64>{}) : by_store(int_<128>{});
 }
@@ -80,39 +75,33 @@ kv_status status_of(cudaError_t e, const char *refusal, const char **why) {
 
 }  // namespace
 
-kv_status kv_fa2_forward(int variant, const kv_fa2_args &a, int headdim, kv_precision prec, int causal,
-                         cudaStream_t stream, const char **why) {
+kv_status kv_fa2_prepare(const kv_fa2_args &a, int variant, int headdim, kv_precision prec, int causal,
+                         kv_fa2_problem *pr, const char **why) {
+  *why = nullptr;
   if (unsupported(variant, headdim, prec, why)) return KV_ERR;
   if (!(a.scale_log2 > 0.f) || !(a.scale > 0.f)) *why = "fa2 kernel: the softmax scale must be positive";
   if (a.batch < 0 || a.heads < 1 || a.seqlen_q < 0 || a.seqlen_k < 0) *why = "fa2 kernel: negative size or no heads";
   if (*why) return KV_ERR;
+  *pr = kv_fa2_problem();
+  pr->a = a;
+  pr->variant = variant;
+  pr->headdim = headdim;
+  pr->causal = causal;
+  pr->prec = prec;
   const char *refusal = nullptr;
   cudaError_t e;
   if (variant == KV_FA2_WGMMA)
     e = pick_wgmma(headdim, prec, causal, [&](auto d, auto st, auto ca) {
-      return kv_fa2_wgmma_run<decltype(d)::value, decltype(st)::value, decltype(ca)::value>(a, stream, &refusal);
+      return kv_fa2_wgmma_prepare<decltype(d)::value, decltype(st)::value, decltype(ca)::value>(pr, &refusal);
     });
   else
     e = pick_mma(headdim, prec, causal, [&](auto d, auto st, auto ac, auto ca) {
-      const cudaError_t r = kv_fa2_run<decltype(d)::value, decltype(st)::value, decltype(ac)::value,
-                                       decltype(ca)::value>(a, stream);
-      if (r == cudaErrorInvalidValue) refusal = "fa2 kval-mma: grid too large (blocks > 2^31 - 1)";
-      return r;
+      return kv_fa2_mma_prepare<decltype(d)::value, decltype(st)::value, decltype(ac)::value, decltype(ca)::value>(
+          pr, &refusal);
     });
   return status_of(e, refusal, why);
 }
 
-kv_status kv_fa2_resources(int variant, int headdim, kv_precision prec, int causal, kv_fa2_kernel_info *info,
-                           const char **why) {
-  if (unsupported(variant, headdim, prec, why)) return KV_ERR;
-  cudaError_t e;
-  if (variant == KV_FA2_WGMMA)
-    e = pick_wgmma(headdim, prec, causal, [&](auto d, auto st, auto ca) {
-      return kv_fa2_wgmma_info<decltype(d)::value, decltype(st)::value, decltype(ca)::value>(info);
-    });
-  else
-    e = pick_mma(headdim, prec, causal, [&](auto d, auto st, auto ac, auto ca) {
-      return kv_fa2_info<decltype(d)::value, decltype(st)::value, decltype(ac)::value, decltype(ca)::value>(info);
-    });
-  return CHECK_CUDA(e);
-}
+kv_status kv_fa2_launch(const kv_fa2_problem &pr, cudaStream_t stream) { return CHECK_CUDA(pr.launch(pr, stream)); }
+
+kv_status kv_fa2_resources(const kv_fa2_problem &pr, kv_kernel_resources *r) { return CHECK_CUDA(pr.info(r)); }

@@ -1,7 +1,7 @@
-/* fa2_mma.cuh - kval-mma, the FlashAttention-2 forward kernel template (mma.sync) and its
- * launcher template. Included only by the instantiation files families/fa2/inst/fa2_mma_d<D>.cu
- * (and by the benchmark driver's variant files, families/fa2/bench/fa2_variants_d<D>.cu);
- * everything else calls it through fa2_api.h.
+/* fa2_mma.cuh - kval-mma, the FlashAttention-2 forward kernel template (mma.sync) and its host
+ * side per configuration (prepare once: grid check, shared-memory limit; launch). Included only
+ * by the instantiation files families/fa2/inst/fa2_mma_d<D>.cu (and by the bench driver's tile
+ * ladder, families/fa2/bench/fa2_ladder_d<D>.cu); everything else calls it through fa2_api.h.
  *
  * Algorithm (one thread block = BM query rows of one (batch, head); 4 warps, split-Q: warp w
  * owns 16 * MT consecutive rows and every key, so no inter-warp reduction):
@@ -71,28 +71,28 @@ using kv_fa2_common::storage_t;
  * each mma unpacks them exactly to fp32, runs the fp32 mma (one k-step) and rounds the result
  * back to bf16 pairs: the rounding after every k-step, with half the registers. */
 
-template <int ACC>
+template <kv_dtype ACC>
 struct acc_frag {
   uint32_t h[2]; /* 16-bit pairs: row g (cols 2t, 2t+1), row g+8 */
 };
 template <>
-struct acc_frag<KV_FA2_ACC_F32> {
+struct acc_frag<KV_FP32> {
   float v[4]; /* (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) */
 };
 
-template <int ACC>
+template <kv_dtype ACC>
 __device__ __forceinline__ void frag_zero(acc_frag<ACC> &c) {
-  if constexpr (ACC == KV_FA2_ACC_F32)
+  if constexpr (ACC == KV_FP32)
     c.v[0] = c.v[1] = c.v[2] = c.v[3] = 0.f;
   else
     c.h[0] = c.h[1] = 0u;
 }
 /* c += a b for inputs of type T (__half or __nv_bfloat16). */
-template <class T, int ACC>
+template <class T, kv_dtype ACC>
 __device__ __forceinline__ void frag_mma(acc_frag<ACC> &c, const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (ACC == KV_FA2_ACC_F32) {
+  if constexpr (ACC == KV_FP32) {
     ptx::mma_m16n8k16_f32<T>(c.v, a, b0, b1);
-  } else if constexpr (ACC == KV_FA2_ACC_F16) {
+  } else if constexpr (ACC == KV_FP16) {
     ptx::mma_m16n8k16_f16(c.h, a, b0, b1);
   } else {
     float f[4] = {ptx::bf16x2_lo(c.h[0]), ptx::bf16x2_hi(c.h[0]), ptx::bf16x2_lo(c.h[1]), ptx::bf16x2_hi(c.h[1])};
@@ -103,33 +103,33 @@ __device__ __forceinline__ void frag_mma(acc_frag<ACC> &c, const uint32_t (&a)[4
 }
 /* c0 += a (b[0], b[1]) and c1 += a (b[2], b[3]): two adjacent n8 tiles, whose B fragments
  * one ldmatrix x4 loads. */
-template <class T, int ACC>
+template <class T, kv_dtype ACC>
 __device__ __forceinline__ void frag_mma_x2(acc_frag<ACC> &c0, acc_frag<ACC> &c1, const uint32_t (&a)[4],
                                             const uint32_t (&b)[4]) {
   frag_mma<T, ACC>(c0, a, b[0], b[1]);
   frag_mma<T, ACC>(c1, a, b[2], b[3]);
 }
 /* Element e (0..3: (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)) as fp32, exactly. */
-template <int ACC>
+template <kv_dtype ACC>
 __device__ __forceinline__ float frag_get(const acc_frag<ACC> &c, int e) {
-  if constexpr (ACC == KV_FA2_ACC_F32)
+  if constexpr (ACC == KV_FP32)
     return c.v[e];
-  else if constexpr (ACC == KV_FA2_ACC_F16)
+  else if constexpr (ACC == KV_FP16)
     return (e & 1) ? ptx::f16x2_hi(c.h[e >> 1]) : ptx::f16x2_lo(c.h[e >> 1]);
   else
     return (e & 1) ? ptx::bf16x2_hi(c.h[e >> 1]) : ptx::bf16x2_lo(c.h[e >> 1]);
 }
 /* Rows g and g+8 multiplied by fa and fb in fp32, the products rounded to the accumulator
  * type. */
-template <int ACC>
+template <kv_dtype ACC>
 __device__ __forceinline__ void frag_rescale(acc_frag<ACC> &c, float fa, float fb) {
-  if constexpr (ACC == KV_FA2_ACC_F32) {
+  if constexpr (ACC == KV_FP32) {
     c.v[0] *= fa;
     c.v[1] *= fa;
     c.v[2] *= fb;
     c.v[3] *= fb;
   } else {
-    using T = std::conditional_t<ACC == KV_FA2_ACC_F16, __half, __nv_bfloat16>;
+    using T = std::conditional_t<ACC == KV_FP16, __half, __nv_bfloat16>;
     c.h[0] = ptx::cvt_rn_pair<T>(frag_get(c, 0) * fa, frag_get(c, 1) * fa);
     c.h[1] = ptx::cvt_rn_pair<T>(frag_get(c, 2) * fb, frag_get(c, 3) * fb);
   }
@@ -137,13 +137,13 @@ __device__ __forceinline__ void frag_rescale(acc_frag<ACC> &c, float fa, float f
 
 /* ---- the kernel ---- */
 
-template <class Tr, int STORE, int ACC, bool CAUSAL>
+template <class Tr, kv_dtype STORE, kv_dtype ACC, bool CAUSAL>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_kernel(const kv_fa2_args a) {
   constexpr int D = Tr::kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, ST = Tr::kStages;
   constexpr int MT = Tr::kMTiles, NT = BN / 8, KT = D / 16, DT = D / 8, KK = BN / 16;
   constexpr int CPR = Tr::kRowChunks, RS = Tr::kRowStride, NTHR = Tr::kThreads;
-  static_assert(ACC != KV_FA2_ACC_F16 || STORE == KV_FA2_FP16, "fp16 accumulation needs fp16 storage");
-  static_assert(ACC != KV_FA2_ACC_BF16 || STORE == KV_FA2_BF16, "bf16 accumulation needs bf16 storage");
+  static_assert(ACC != KV_FP16 || STORE == KV_FP16, "fp16 accumulation needs fp16 storage");
+  static_assert(ACC != KV_BF16 || STORE == KV_BF16, "bf16 accumulation needs bf16 storage");
   using T = storage_t<STORE>;
 
   extern __shared__ __align__(128) unsigned char smem[];
@@ -414,45 +414,50 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
   }
 }
 
-/* ---- launcher of one configuration ---- */
+/* ---- host side of one configuration: prepare once, launch many times ---- */
 
-template <class Tr, int STORE, int ACC, bool CAUSAL>
-cudaError_t launch(const kv_fa2_args &a, cudaStream_t stream) {
-  auto kern = fa2_fwd_kernel<Tr, STORE, ACC, CAUSAL>;
-  if (!(a.scale_log2 > 0.f) || a.batch < 0 || a.heads < 1 || a.seqlen_q < 0 || a.seqlen_k < 0)
-    return cudaErrorInvalidValue;
+template <class Tr, kv_dtype STORE, kv_dtype ACC, bool CAUSAL>
+cudaError_t launch(const kv_fa2_problem &pr, cudaStream_t stream) {
+  const kv_fa2_args &a = pr.a;
   if (a.batch == 0 || a.seqlen_q == 0) return cudaSuccess;
-  const long long blocks = static_cast<long long>((a.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM) * a.heads * a.batch;
-  if (blocks > INT_MAX) return cudaErrorInvalidValue;
-  if (Tr::kSmemBytes > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
-    if (e != cudaSuccess) return e;
-  }
-  kern<<<static_cast<unsigned>(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+  fa2_fwd_kernel<Tr, STORE, ACC, CAUSAL>
+      <<<static_cast<unsigned>(kv_fa2_common::grid_blocks<Tr::kBlockM>(a)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
   return cudaGetLastError();
 }
 
-template <class Tr, int STORE, int ACC, bool CAUSAL>
-cudaError_t info(kv_fa2_kernel_info *out) {
+template <class Tr, kv_dtype STORE, kv_dtype ACC, bool CAUSAL>
+cudaError_t info(kv_kernel_resources *out) {
   return kv_fa2_common::kernel_info<Tr>(fa2_fwd_kernel<Tr, STORE, ACC, CAUSAL>, out);
+}
+
+/* The grid checked against the launch limit, the shared-memory limit raised where the
+ * configuration needs more than 48 KB, launch and info set. */
+template <class Tr, kv_dtype STORE, kv_dtype ACC, bool CAUSAL>
+cudaError_t prepare(kv_fa2_problem *pr, const char **why) {
+  if (kv_fa2_common::grid_blocks<Tr::kBlockM>(pr->a) > INT_MAX) {
+    *why = "fa2 kval-mma: grid too large (blocks > 2^31 - 1)";
+    return cudaErrorInvalidValue;
+  }
+  if (Tr::kSmemBytes > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(fa2_fwd_kernel<Tr, STORE, ACC, CAUSAL>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
+    if (e != cudaSuccess) return e;
+  }
+  pr->launch = launch<Tr, STORE, ACC, CAUSAL>;
+  pr->info = info<Tr, STORE, ACC, CAUSAL>;
+  return cudaSuccess;
 }
 
 }  // namespace kv_fa2
 
 /* The instantiations kval runs (kv_fa2_traits<D>), explicitly instantiated per head dim. */
-template <int D, int STORE, int ACC, bool CAUSAL>
-cudaError_t kv_fa2_run(const kv_fa2_args &a, cudaStream_t stream) {
-  return kv_fa2::launch<kv_fa2_traits<D>, STORE, ACC, CAUSAL>(a, stream);
-}
-template <int D, int STORE, int ACC, bool CAUSAL>
-cudaError_t kv_fa2_info(kv_fa2_kernel_info *info) {
-  return kv_fa2::info<kv_fa2_traits<D>, STORE, ACC, CAUSAL>(info);
+template <int D, kv_dtype STORE, kv_dtype ACC, bool CAUSAL>
+cudaError_t kv_fa2_mma_prepare(kv_fa2_problem *pr, const char **why) {
+  return kv_fa2::prepare<kv_fa2_traits<D>, STORE, ACC, CAUSAL>(pr, why);
 }
 
-#define KV_FA2_INSTANTIATE(D, STORE, ACC)                                                    \
-  template cudaError_t kv_fa2_run<D, STORE, ACC, false>(const kv_fa2_args &, cudaStream_t); \
-  template cudaError_t kv_fa2_run<D, STORE, ACC, true>(const kv_fa2_args &, cudaStream_t);  \
-  template cudaError_t kv_fa2_info<D, STORE, ACC, false>(kv_fa2_kernel_info *);             \
-  template cudaError_t kv_fa2_info<D, STORE, ACC, true>(kv_fa2_kernel_info *);
+#define KV_FA2_INSTANTIATE(D, STORE, ACC)                                                            \
+  template cudaError_t kv_fa2_mma_prepare<D, STORE, ACC, false>(kv_fa2_problem *, const char **); \
+  template cudaError_t kv_fa2_mma_prepare<D, STORE, ACC, true>(kv_fa2_problem *, const char **);
 
 #endif

@@ -8,12 +8,11 @@
 
 #include "families/fa2/fa2_limits.h"
 
-/* Storage types and accumulation modes the kernel is instantiated for.
- * ACC_F32: fp32 mma accumulators. ACC_F16: native fp16 mma accumulators (fp16 storage only).
- * ACC_BF16: fp32 mma accumulators rounded to bf16 after every k-step of 16 (bf16 storage
- * only; the precision model of bf16 accumulation, which tensor cores do not have). */
-enum kv_fa2_store { KV_FA2_FP16 = 0, KV_FA2_BF16 = 1 };
-enum kv_fa2_acc { KV_FA2_ACC_F32 = 0, KV_FA2_ACC_F16 = 1, KV_FA2_ACC_BF16 = 2 };
+/* The kernel is instantiated per storage type STORE (KV_FP16, KV_BF16) and accumulator type
+ * ACC, kval's kv_dtype: KV_FP32: fp32 mma accumulators; KV_FP16: native fp16 mma
+ * accumulators (fp16 storage only); KV_BF16: fp32 mma accumulators rounded to bf16 after
+ * every k-step of 16 (bf16 storage only; the precision model of bf16 accumulation, which
+ * tensor cores do not have). */
 
 /* One kernel configuration.
  *   D        head dimension (multiple of 16)
@@ -64,8 +63,8 @@ struct kv_fa2_config {
   static_assert((16 * kMTiles * kRowChunks) % 32 == 0, "output rows of a warp split evenly over its lanes");
 };
 
-/* The configuration kval runs for each head dimension (`fa2_bench info` prints registers,
- * local memory and occupancy of each instantiation: 2 blocks = 8 warps per SM throughout).
+/* The configuration kval runs for each head dimension (every `fa2_bench` row gives the registers,
+ * local memory and occupancy of its instantiation: 2 blocks = 8 warps per SM throughout).
  * Q stays in registers only for d = 32; from d = 64 up the registers go to the S and O
  * accumulators (d = 64: 128 x 128 tiles with Q in shared memory timed 1-3 % faster than
  * 128 x 64 with Q in registers on the H200; d = 128: 128 x 48, the widest tile whose 8

@@ -1,7 +1,8 @@
 /* fa2_wgmma.cuh - kval-wgmma, the Hopper (sm_90a) FlashAttention-2 forward kernel template and
- * its launcher, FA3-style: TMA loads, wgmma tensor-core instructions, a producer warpgroup
- * and consumer warpgroups. Included only by families/fa2/inst/fa2_wgmma_d<D>.cu; everything
- * else calls it through fa2_api.h. Configuration: fa2_wgmma_traits.h.
+ * its host side (prepare: grid check, the four TMA descriptors encoded once per problem; launch),
+ * FA3-style: TMA loads, wgmma tensor-core instructions, a producer warpgroup and consumer
+ * warpgroups. Included only by families/fa2/inst/fa2_wgmma_d<D>.cu; everything else calls it
+ * through fa2_api.h. Configuration: fa2_wgmma_traits.h.
  *
  * One CTA = BM query rows of one (batch, head); causal CTAs start with the heaviest query
  * blocks. Q, K, V and O are 4-D tensors [batch, seqlen, heads, D] to TMA (one tensor map
@@ -61,10 +62,10 @@ using kv_fa2_common::storage_t;
 #define KV_FA_F64 KV_WG_F16(0), KV_WG_F16(16), KV_WG_F16(32), KV_WG_F16(48)
 
 /* S = A B^T: A (64 x 16) and B (N x 16) K-major from shared memory; accumulate != 0 adds. */
-template <int STORE, int N>
+template <kv_dtype STORE, int N>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int accumulate) {
   static_assert(N == 64 || N == 128, "instantiated N");
-  if constexpr (N == 128 && STORE == KV_FA2_FP16)
+  if constexpr (N == 128 && STORE == KV_FP16)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " KV_WG_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
                  : KV_FA_F64
@@ -74,7 +75,7 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " KV_WG_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
                  : KV_FA_F64
                  : "l"(da), "l"(db), "r"(accumulate));
-  else if constexpr (STORE == KV_FA2_FP16)
+  else if constexpr (STORE == KV_FP16)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KV_FA_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
                  : KV_FA_F32
@@ -88,10 +89,10 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
 
 /* O += A B: A (64 x 16) from registers (the mma m16n8k16 A fragment per warp), B (16 x N)
  * N-major from shared memory (transpose bit set). */
-template <int STORE, int N>
+template <kv_dtype STORE, int N>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db) {
   static_assert(N == 64 || N == 128, "instantiated N");
-  if constexpr (N == 128 && STORE == KV_FA2_FP16)
+  if constexpr (N == 128 && STORE == KV_FP16)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " KV_WG_REGS64
                  ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
@@ -103,7 +104,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
                  ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
                  : KV_FA_F64
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
-  else if constexpr (STORE == KV_FA2_FP16)
+  else if constexpr (STORE == KV_FP16)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KV_FA_REGS32
                  ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
@@ -120,7 +121,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
 
 /* ---- the kernel ---- */
 
-template <class Tr, int STORE, bool CAUSAL>
+template <class Tr, kv_dtype STORE, bool CAUSAL>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     fa2_wgmma_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                      const __grid_constant__ CUtensorMap map_v, const __grid_constant__ CUtensorMap map_o,
@@ -391,7 +392,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
 /* A [batch, seqlen, heads, D] tensor of the storage type as TMA sees it: 4-D, innermost D;
  * boxes of 64 columns x `rows` rows of one head of one batch; 128-byte swizzle, zero fill. */
-template <int STORE, int D>
+template <kv_dtype STORE, int D>
 cudaError_t encode_map(CUtensorMap *map, const void *base, int batch, int seqlen, int heads, int rows,
                        const char **why) {
   cudaError_t e;
@@ -405,7 +406,7 @@ cudaError_t encode_map(CUtensorMap *map, const void *base, int batch, int seqlen
   const cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)heads * D * 2, len * heads * D * 2};
   const cuuint32_t box[4] = {64, 1, (cuuint32_t)rows, 1};
   const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
-  const CUresult r = encode(map, STORE == KV_FA2_FP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+  const CUresult r = encode(map, STORE == KV_FP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
                             4, const_cast<void *>(base), dims, strides, box, elem_strides,
                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -416,58 +417,54 @@ cudaError_t encode_map(CUtensorMap *map, const void *base, int batch, int seqlen
   return cudaSuccess;
 }
 
-template <class Tr, int STORE, bool CAUSAL>
-cudaError_t launch(const kv_fa2_args &a, cudaStream_t stream, const char **why) {
-  constexpr int D = Tr::kHeadDim;
+template <class Tr, kv_dtype STORE, bool CAUSAL>
+cudaError_t launch(const kv_fa2_problem &pr, cudaStream_t stream) {
+  const kv_fa2_args &a = pr.a;
   if (a.batch == 0 || a.seqlen_q == 0) return cudaSuccess;
-  const long long blocks = static_cast<long long>((a.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM) * a.heads * a.batch;
-  if (blocks > INT_MAX) {
-    if (why) *why = "kval-wgmma: grid too large (blocks > 2^31 - 1)";
-    return cudaErrorInvalidValue;
-  }
-  /* the maps of the last launch are reused while the tensors and sizes stay the same (the
-   * harness launches one case many times) */
-  static kv_fa2_args last;
-  static CUtensorMap maps[4];
-  static bool have_maps = false;
-  if (!have_maps || a.q != last.q || a.k != last.k || a.v != last.v || a.o != last.o || a.batch != last.batch ||
-      a.heads != last.heads || a.seqlen_q != last.seqlen_q || a.seqlen_k != last.seqlen_k) {
-    have_maps = false;
-    cudaError_t e = encode_map<STORE, D>(&maps[0], a.q, a.batch, a.seqlen_q, a.heads, Tr::kBlockM, why);
-    if (e == cudaSuccess) e = encode_map<STORE, D>(&maps[1], a.k, a.batch, a.seqlen_k, a.heads, Tr::kBlockN, why);
-    if (e == cudaSuccess) e = encode_map<STORE, D>(&maps[2], a.v, a.batch, a.seqlen_k, a.heads, Tr::kBlockN, why);
-    if (e == cudaSuccess) e = encode_map<STORE, D>(&maps[3], a.o, a.batch, a.seqlen_q, a.heads, 64, why);
-    if (e != cudaSuccess) return e;
-    last = a;
-    have_maps = true;
-  }
-  auto kern = fa2_wgmma_kernel<Tr, STORE, CAUSAL>;
-  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
-  if (e != cudaSuccess) return e;
-  kern<<<static_cast<unsigned>(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], a);
+  fa2_wgmma_kernel<Tr, STORE, CAUSAL>
+      <<<static_cast<unsigned>(kv_fa2_common::grid_blocks<Tr::kBlockM>(a)), Tr::kThreads, Tr::kSmemBytes, stream>>>(
+          pr.maps[0], pr.maps[1], pr.maps[2], pr.maps[3], a);
   return cudaGetLastError();
 }
 
-template <class Tr, int STORE, bool CAUSAL>
-cudaError_t info(kv_fa2_kernel_info *out) {
+template <class Tr, kv_dtype STORE, bool CAUSAL>
+cudaError_t info(kv_kernel_resources *out) {
   return kv_fa2_common::kernel_info<Tr>(fa2_wgmma_kernel<Tr, STORE, CAUSAL>, out);
+}
+
+/* The grid checked against the launch limit, the four tensor maps encoded for the problem's
+ * tensors (none for an empty problem, which launches nothing), the shared-memory limit raised,
+ * launch and info set. */
+template <class Tr, kv_dtype STORE, bool CAUSAL>
+cudaError_t prepare(kv_fa2_problem *pr, const char **why) {
+  constexpr int D = Tr::kHeadDim;
+  const kv_fa2_args &a = pr->a;
+  pr->launch = launch<Tr, STORE, CAUSAL>;
+  pr->info = info<Tr, STORE, CAUSAL>;
+  if (a.batch == 0 || a.seqlen_q == 0) return cudaSuccess;
+  if (kv_fa2_common::grid_blocks<Tr::kBlockM>(a) > INT_MAX) {
+    *why = "kval-wgmma: grid too large (blocks > 2^31 - 1)";
+    return cudaErrorInvalidValue;
+  }
+  cudaError_t e = encode_map<STORE, D>(&pr->maps[0], a.q, a.batch, a.seqlen_q, a.heads, Tr::kBlockM, why);
+  if (e == cudaSuccess) e = encode_map<STORE, D>(&pr->maps[1], a.k, a.batch, a.seqlen_k, a.heads, Tr::kBlockN, why);
+  if (e == cudaSuccess) e = encode_map<STORE, D>(&pr->maps[2], a.v, a.batch, a.seqlen_k, a.heads, Tr::kBlockN, why);
+  if (e == cudaSuccess) e = encode_map<STORE, D>(&pr->maps[3], a.o, a.batch, a.seqlen_q, a.heads, 64, why);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(fa2_wgmma_kernel<Tr, STORE, CAUSAL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             Tr::kSmemBytes);
+  return e;
 }
 
 }  // namespace kv_fa2_wgmma
 
-template <int D, int STORE, bool CAUSAL>
-cudaError_t kv_fa2_wgmma_run(const kv_fa2_args &a, cudaStream_t stream, const char **why) {
-  return kv_fa2_wgmma::launch<kv_fa2_wgmma_traits<D>, STORE, CAUSAL>(a, stream, why);
-}
-template <int D, int STORE, bool CAUSAL>
-cudaError_t kv_fa2_wgmma_info(kv_fa2_kernel_info *info) {
-  return kv_fa2_wgmma::info<kv_fa2_wgmma_traits<D>, STORE, CAUSAL>(info);
+template <int D, kv_dtype STORE, bool CAUSAL>
+cudaError_t kv_fa2_wgmma_prepare(kv_fa2_problem *pr, const char **why) {
+  return kv_fa2_wgmma::prepare<kv_fa2_wgmma_traits<D>, STORE, CAUSAL>(pr, why);
 }
 
-#define KV_FA2_WGMMA_INSTANTIATE(D, STORE)                                                                    \
-  template cudaError_t kv_fa2_wgmma_run<D, STORE, false>(const kv_fa2_args &, cudaStream_t, const char **); \
-  template cudaError_t kv_fa2_wgmma_run<D, STORE, true>(const kv_fa2_args &, cudaStream_t, const char **);  \
-  template cudaError_t kv_fa2_wgmma_info<D, STORE, false>(kv_fa2_kernel_info *);                            \
-  template cudaError_t kv_fa2_wgmma_info<D, STORE, true>(kv_fa2_kernel_info *);
+#define KV_FA2_WGMMA_INSTANTIATE(D, STORE)                                                            \
+  template cudaError_t kv_fa2_wgmma_prepare<D, STORE, false>(kv_fa2_problem *, const char **); \
+  template cudaError_t kv_fa2_wgmma_prepare<D, STORE, true>(kv_fa2_problem *, const char **);
 
 #endif

@@ -1,10 +1,14 @@
-/* gemm_api.h - the CUDA GEMM family at the level of a problem: the problem a launch solves and
- * the entry points of each variant (kval-wgmma, kval-mma, cublas) and of the fp64 GPU
- * reference, independent of kval's cases so the bench driver links them alone; gemm_cuda.cu
- * adapts a case to them. Every entry returns kv_status. C++ only (included from .cu files). */
+/* gemm_api.h - the CUDA GEMM family at the level of a problem, independent of kval's cases: the
+ * arguments of one GEMM, the problem prepared once for a variant (kval-wgmma, kval-mma,
+ * cublas: the device checked, the instantiation and grid chosen, the TMA descriptors encoded,
+ * the cuBLASLt plan made) and launched many times, and the fp64 GPU reference. gemm_cuda.cu
+ * adapts a case to these calls; its problem object is a kv_gemm_problem, which the bench
+ * driver's own launches read (families/gemm/bench). Every entry returns kv_status; the kernel
+ * templates take kval's kv_dtype for the accumulator. C++ only (included from .cu files). */
 #ifndef KVAL_GEMM_API_H
 #define KVAL_GEMM_API_H
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.cuh"
@@ -15,7 +19,7 @@
 /* D = alpha * op(A) op(B) + beta * C, row-major M x N; a_t / b_t: 1 when A is stored as
  * K x M / B as N x K (layout letter t), 0 for M x K / K x N (letter n). C is read only when
  * beta != 0. Storage and accumulation types from prec. */
-struct kv_gemm_problem {
+struct kv_gemm_args {
   int m, n, k;
   int a_t, b_t;
   kv_precision prec;
@@ -24,31 +28,51 @@ struct kv_gemm_problem {
   void *d;
 };
 
-/* One compiled precision of a variant: run it, or report its resources. */
-struct kv_gemm_impl {
-  kv_status (*run)(const kv_gemm_problem *p, cudaStream_t stream);
-  kv_status (*resources)(const kv_gemm_problem *p, kv_kernel_resources *r);
+struct kv_gemm_lt_plan; /* cuBLASLt descriptors and algorithm of one problem (gemm_cublas.cu) */
+
+/* A problem prepared once for one variant (kv_gemm_prepare) and launched many times
+ * (kv_gemm_launch): the arguments, the chosen kernel's launch and resource query, and what
+ * the launch needs: kval-wgmma's TMA descriptors and grid, kval-mma's grid and load path,
+ * the cublas variant's plan. kv_gemm_release frees it (the cuBLASLt plan). */
+struct kv_gemm_problem {
+  kv_gemm_args g;
+  int variant; /* kv_gemm_variant (gemm_limits.h) */
+  kv_status (*launch)(const kv_gemm_problem *pr, cudaStream_t stream);
+  kv_status (*resources)(const kv_gemm_problem *pr, kv_kernel_resources *r);
+  unsigned grid;                   /* kval-wgmma, kval-mma: thread blocks */
+  int sms;                         /* kval-wgmma: the device's multiprocessors (the persistent grid) */
+  CUtensorMap map_a, map_b, map_d; /* kval-wgmma: A, B, and D when tma_store */
+  int tma_store;                   /* kval-wgmma: D stored by TMA (N a multiple of 8, D 16-byte aligned) */
+  int vec;                         /* kval-mma: 16-byte cp.async loads (row strides multiples of 8, aligned) */
+  kv_gemm_lt_plan *lt;             /* cublas */
 };
 
-/* kval-wgmma (gemm_wgmma_*.cu) and kval-mma (gemm_mma_*.cu), by precision. */
-extern const kv_gemm_impl kv_gemm_wgmma_f16_f32, kv_gemm_wgmma_bf16_f32, kv_gemm_wgmma_f16_f16,
-    kv_gemm_wgmma_bf16_bf16;
-extern const kv_gemm_impl kv_gemm_mma_f16_f32, kv_gemm_mma_bf16_f32, kv_gemm_mma_f16_f16,
-    kv_gemm_mma_bf16_bf16;
-
-/* Launch the variant (gemm_limits.h) on the stream and check the launch; a problem the
- * variant cannot run (kv_gemm_unsupported) is KV_ERR with *why the reason. */
-kv_status kv_gemm_run(int variant, const kv_gemm_problem *p, cudaStream_t stream, const char **why);
-kv_status kv_gemm_resources(int variant, const kv_gemm_problem *p, kv_kernel_resources *r, const char **why);
-
+/* The kernels' prepare steps for one precision (explicitly instantiated in
+ * inst/gemm_wgmma_<storage>_<accum>.cu and inst/gemm_mma_<storage>.cu): choose the
+ * configuration and layout instantiation, encode what the launch needs, set pr->launch and
+ * pr->resources. */
+template <kv_dtype STORE, kv_dtype ACC>
+kv_status kv_gemm_wgmma_prepare(kv_gemm_problem *pr);
+template <kv_dtype STORE, kv_dtype ACC>
+kv_status kv_gemm_mma_prepare(kv_gemm_problem *pr);
 /* cublas variant (gemm_cublas.cu): cublasLtMatmul with CUBLAS_COMPUTE_32F (fp32 accumulation)
- * or CUBLAS_COMPUTE_16F (fp16:fp16). */
-kv_status kv_gemm_cublas_run(const kv_gemm_problem *p, cudaStream_t stream);
+ * or CUBLAS_COMPUTE_16F (fp16:fp16), its plan made once per problem. */
+kv_status kv_gemm_cublas_prepare(kv_gemm_problem *pr);
+void kv_gemm_cublas_release(kv_gemm_lt_plan *lt);
 
-/* fp64 reference (gemm_reference.cu) over the whole M x N output:
+/* Problem level (gemm_dispatch.cu). kv_gemm_prepare: the support rule (kv_gemm_unsupported:
+ * KV_ERR with *why the reason), for kval-wgmma a compute capability 9.0 device, and the
+ * variant's prepare step; *pr is valid for kv_gemm_release whatever it returns.
+ * kv_gemm_launch: one launch on `stream`, checked, and nothing else. kv_gemm_resources:
+ * registers, memory and occupancy of the chosen kernel (-1 for cuBLAS's own). */
+kv_status kv_gemm_prepare(const kv_gemm_args *g, int variant, kv_gemm_problem *pr, const char **why);
+kv_status kv_gemm_launch(const kv_gemm_problem *pr, cudaStream_t stream);
+kv_status kv_gemm_resources(const kv_gemm_problem *pr, kv_kernel_resources *r);
+void kv_gemm_release(kv_gemm_problem *pr);
+
+/* fp64 reference (gemm_gpu_ref.cu) over the whole M x N output:
  * ref = alpha op(A) op(B) + beta C and mag = |alpha| |op(A)| |op(B)| + |beta| |C|,
  * by cuBLAS DGEMM on inputs upcast to double. */
-kv_status kv_gemm_gpu_reference(const kv_gemm_problem *p, double *d_ref, double *d_mag,
-                            cudaStream_t stream);
+kv_status kv_gemm_gpu_reference(const kv_gemm_args *g, double *d_ref, double *d_mag, cudaStream_t stream);
 
 #endif

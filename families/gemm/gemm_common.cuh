@@ -1,5 +1,6 @@
 /* gemm_common.cuh - what the GEMM kernels (gemm_mma.cuh, gemm_wgmma.cuh) share: the launch
- * parameter block of the epilogue, and in namespace kv_gemm the storage-type conversions, the
+ * parameter block of the epilogue, and in namespace kv_gemm the CUDA type of a storage type,
+ * the storage-type conversions, the
  * bf16 accumulation model's rounding and the epilogue D = alpha * acc + beta * C.
  * Epilogue arithmetic (the CPU emulation matches it): t = fl32(alpha * acc); when beta != 0,
  * t = fl32(t + fl32(beta * c)); d = round-to-nearest-even of t to the storage type. */
@@ -10,6 +11,10 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include <type_traits>
+
+#include "core/dtype.h"
+
 /* Output side of a launch: D (and C when beta != 0), row-major m x n. */
 struct kv_gemm_epi {
   void *d;
@@ -19,6 +24,10 @@ struct kv_gemm_epi {
 };
 
 namespace kv_gemm {
+
+/* The CUDA type of a storage type (KV_FP16, KV_BF16). */
+template <kv_dtype STORE>
+using storage_t = std::conditional_t<STORE == KV_FP16, __half, __nv_bfloat16>;
 
 /* Storage element <-> float; to the storage type with round to nearest even. */
 template <class T> struct storage;

@@ -2,11 +2,13 @@
  * matches the case's accumulator (CUBLAS_COMPUTE_32F for fp16:fp32 and bf16:fp32,
  * CUBLAS_COMPUTE_16F for fp16:fp16; bf16 accumulation has no cuBLAS compute type). Row-major
  * D = alpha op(A) op(B) + beta C is computed as the column-major D^T = op(B)^T op(A)^T, with
- * C and D as separate matrices (C only when beta != 0). The handle, a 32 MiB workspace and
- * the plan (descriptors and heuristic algorithm) of the last problem shape are kept for the
- * process, so repeated launches of one case cost one cublasLtMatmul each. */
+ * C and D as separate matrices (C only when beta != 0). The plan of a problem (descriptors
+ * and heuristic algorithm) is made once by its prepare step and freed by its release, so a
+ * launch is one cublasLtMatmul; the handle and a 32 MiB workspace are the process's. */
 #include <cublasLt.h>
 #include <cuda_fp16.h>
+
+#include <new>
 
 #include "core/cublas_check.h"
 #include "families/gemm/gemm_api.h"
@@ -17,23 +19,13 @@ static struct {
   cublasLtHandle_t handle;
   void *workspace;
   int ready;
-  /* plan of the last shape */
-  int have_plan;
-  int m, n, k, a_t, b_t;
-  kv_precision prec;
+} kv_lt;
+
+struct kv_gemm_lt_plan {
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t la, lb, lcd;
   cublasLtMatmulAlgo_t algo;
-} kv_lt;
-
-static void kv_lt_drop_plan(void) {
-  if (!kv_lt.have_plan) return;
-  cublasLtMatmulDescDestroy(kv_lt.op);
-  cublasLtMatrixLayoutDestroy(kv_lt.la);
-  cublasLtMatrixLayoutDestroy(kv_lt.lb);
-  cublasLtMatrixLayoutDestroy(kv_lt.lcd);
-  kv_lt.have_plan = 0;
-}
+};
 
 static kv_status kv_lt_init(void) {
   if (kv_lt.ready) return KV_OK;
@@ -43,29 +35,34 @@ static kv_status kv_lt_init(void) {
   return KV_OK;
 }
 
+void kv_gemm_cublas_release(kv_gemm_lt_plan *lt) {
+  if (lt->op) cublasLtMatmulDescDestroy(lt->op);
+  if (lt->la) cublasLtMatrixLayoutDestroy(lt->la);
+  if (lt->lb) cublasLtMatrixLayoutDestroy(lt->lb);
+  if (lt->lcd) cublasLtMatrixLayoutDestroy(lt->lcd);
+  delete lt;
+}
+
 /* Column-major view: cuBLAS "A" is our B (N x K after op), cuBLAS "B" is our A. */
-static kv_status kv_lt_make_plan(const kv_gemm_problem *p) {
-  const int f16acc = p->prec.accum == KV_FP16;
+static kv_status kv_lt_make_plan(const kv_gemm_args *g, kv_gemm_lt_plan *lt) {
+  const int f16acc = g->prec.accum == KV_FP16;
   const cublasComputeType_t compute = f16acc ? CUBLAS_COMPUTE_16F : CUBLAS_COMPUTE_32F;
   const cudaDataType_t scale = f16acc ? CUDA_R_16F : CUDA_R_32F;
-  const cudaDataType_t type = p->prec.storage == KV_FP16 ? CUDA_R_16F : CUDA_R_16BF;
-  const cublasOperation_t op_b = p->b_t ? CUBLAS_OP_T : CUBLAS_OP_N; /* B n: N x K col-major */
-  const cublasOperation_t op_a = p->a_t ? CUBLAS_OP_T : CUBLAS_OP_N; /* A n: K x M col-major */
-  kv_lt_drop_plan();
-  KV_TRY(CHECK_CUBLAS(cublasLtMatmulDescCreate(&kv_lt.op, compute, scale)));
-  kv_lt.have_plan = 1; /* from here on kv_lt_drop_plan() frees whatever was created */
-  kv_lt.la = kv_lt.lb = kv_lt.lcd = NULL;
-  KV_TRY(CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(kv_lt.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b)));
-  KV_TRY(CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(kv_lt.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a)));
-  if (p->b_t)
-    KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.la, type, p->k, p->n, p->k)));
+  const cudaDataType_t type = g->prec.storage == KV_FP16 ? CUDA_R_16F : CUDA_R_16BF;
+  const cublasOperation_t op_b = g->b_t ? CUBLAS_OP_T : CUBLAS_OP_N; /* B n: N x K col-major */
+  const cublasOperation_t op_a = g->a_t ? CUBLAS_OP_T : CUBLAS_OP_N; /* A n: K x M col-major */
+  KV_TRY(CHECK_CUBLAS(cublasLtMatmulDescCreate(&lt->op, compute, scale)));
+  KV_TRY(CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(lt->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b)));
+  KV_TRY(CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(lt->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a)));
+  if (g->b_t)
+    KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lt->la, type, g->k, g->n, g->k)));
   else
-    KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.la, type, p->n, p->k, p->n)));
-  if (p->a_t)
-    KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.lb, type, p->m, p->k, p->m)));
+    KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lt->la, type, g->n, g->k, g->n)));
+  if (g->a_t)
+    KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lt->lb, type, g->m, g->k, g->m)));
   else
-    KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.lb, type, p->k, p->m, p->k)));
-  KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&kv_lt.lcd, type, p->n, p->m, p->n)));
+    KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lt->lb, type, g->k, g->m, g->k)));
+  KV_TRY(CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lt->lcd, type, g->n, g->m, g->n)));
 
   cublasLtMatmulPreference_t pref;
   KV_TRY(CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref)));
@@ -74,42 +71,44 @@ static kv_status kv_lt_make_plan(const kv_gemm_problem *p) {
   kv_status st = CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                                  &kv_lt_workspace_bytes, sizeof kv_lt_workspace_bytes));
   if (st == KV_OK)
-    st = CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(kv_lt.handle, kv_lt.op, kv_lt.la, kv_lt.lb, kv_lt.lcd, kv_lt.lcd,
-                                                  pref, 1, &result, &found));
+    st = CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(kv_lt.handle, lt->op, lt->la, lt->lb, lt->lcd, lt->lcd, pref, 1,
+                                                     &result, &found));
   cublasLtMatmulPreferenceDestroy(pref);
   if (st == KV_OK && found < 1) {
-    kv_report(__FILE__, __LINE__, "cuBLASLt", "no algorithm for %dx%dx%d (%s)", p->m, p->n, p->k,
+    kv_report(__FILE__, __LINE__, "cuBLASLt", "no algorithm for %dx%dx%d (%s)", g->m, g->n, g->k,
               f16acc ? "CUBLAS_COMPUTE_16F" : "CUBLAS_COMPUTE_32F");
     st = KV_ERR;
   }
-  if (st != KV_OK) {
-    kv_lt_drop_plan();
-    return KV_ERR;
+  if (st == KV_OK) lt->algo = result.algo;
+  return st;
+}
+
+static kv_status kv_lt_launch(const kv_gemm_problem *pr, cudaStream_t stream) {
+  const kv_gemm_args *g = &pr->g;
+  const kv_gemm_lt_plan *lt = pr->lt;
+  const void *c = g->beta != 0.0 ? g->c : g->d;
+  if (g->prec.accum == KV_FP16) {
+    const __half alpha = __double2half(g->alpha), beta = __double2half(g->beta);
+    return CHECK_CUBLAS(cublasLtMatmul(kv_lt.handle, lt->op, &alpha, g->b, lt->la, g->a, lt->lb, &beta, c, lt->lcd,
+                                       g->d, lt->lcd, &lt->algo, kv_lt.workspace, kv_lt_workspace_bytes, stream));
   }
-  kv_lt.algo = result.algo;
-  kv_lt.m = p->m;
-  kv_lt.n = p->n;
-  kv_lt.k = p->k;
-  kv_lt.a_t = p->a_t;
-  kv_lt.b_t = p->b_t;
-  kv_lt.prec = p->prec;
+  const float alpha = (float)g->alpha, beta = (float)g->beta;
+  return CHECK_CUBLAS(cublasLtMatmul(kv_lt.handle, lt->op, &alpha, g->b, lt->la, g->a, lt->lb, &beta, c, lt->lcd, g->d,
+                                     lt->lcd, &lt->algo, kv_lt.workspace, kv_lt_workspace_bytes, stream));
+}
+
+/* cuBLAS picks its kernel inside the library: its resources are not known here. */
+static kv_status kv_lt_resources(const kv_gemm_problem *, kv_kernel_resources *r) {
+  r->registers = r->smem_bytes = r->local_bytes = r->occupancy = -1;
   return KV_OK;
 }
 
-kv_status kv_gemm_cublas_run(const kv_gemm_problem *p, cudaStream_t stream) {
+kv_status kv_gemm_cublas_prepare(kv_gemm_problem *pr) {
   KV_TRY(kv_lt_init());
-  if (!kv_lt.have_plan || kv_lt.m != p->m || kv_lt.n != p->n || kv_lt.k != p->k || kv_lt.a_t != p->a_t ||
-      kv_lt.b_t != p->b_t || kv_lt.prec.storage != p->prec.storage || kv_lt.prec.accum != p->prec.accum)
-    KV_TRY(kv_lt_make_plan(p));
-  const void *c = p->beta != 0.0 ? p->c : p->d;
-  if (p->prec.accum == KV_FP16) {
-    const __half alpha = __double2half(p->alpha), beta = __double2half(p->beta);
-    return CHECK_CUBLAS(cublasLtMatmul(kv_lt.handle, kv_lt.op, &alpha, p->b, kv_lt.la, p->a, kv_lt.lb, &beta, c,
-                                    kv_lt.lcd, p->d, kv_lt.lcd, &kv_lt.algo, kv_lt.workspace, kv_lt_workspace_bytes,
-                                    stream));
-  }
-  const float alpha = (float)p->alpha, beta = (float)p->beta;
-  return CHECK_CUBLAS(cublasLtMatmul(kv_lt.handle, kv_lt.op, &alpha, p->b, kv_lt.la, p->a, kv_lt.lb, &beta, c,
-                                  kv_lt.lcd, p->d, kv_lt.lcd, &kv_lt.algo, kv_lt.workspace, kv_lt_workspace_bytes,
-                                  stream));
+  pr->lt = new (std::nothrow) kv_gemm_lt_plan();
+  KV_TRY(CHECK_ALLOC(pr->lt));
+  KV_TRY(kv_lt_make_plan(&pr->g, pr->lt));
+  pr->launch = kv_lt_launch;
+  pr->resources = kv_lt_resources;
+  return KV_OK;
 }

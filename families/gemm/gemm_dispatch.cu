@@ -1,36 +1,62 @@
-/* gemm_dispatch.cu - one entry for every GEMM variant: the support rule (gemm_limits.h, the one
- * the family's invalid() applies) and the choice of the compiled kernel by variant and
- * precision (the layout is chosen inside each kernel file). */
-#include <string.h>
+/* gemm_dispatch.cu - one entry for every GEMM variant, at the level of a problem: the support
+ * rule (gemm_limits.h, the one the family's invalid() applies), the device check of kval-wgmma
+ * (compute capability 9.0, and the SM count its persistent grid needs) and the choice of the
+ * compiled kernel by variant and precision, once per problem (kv_gemm_prepare; the layout and
+ * configuration are chosen inside each kernel file); then the launch, resources and release of
+ * the prepared problem. */
+#include <type_traits>
 
 #include "families/gemm/gemm_api.h"
 
-static const kv_gemm_impl *kv_gemm_impl_of(int v, kv_precision prec) {
-  const int f16 = prec.storage == KV_FP16, f32acc = prec.accum == KV_FP32;
-  if (v == KV_GEMM_WGMMA)
-    return f16 ? (f32acc ? &kv_gemm_wgmma_f16_f32 : &kv_gemm_wgmma_f16_f16)
-               : (f32acc ? &kv_gemm_wgmma_bf16_f32 : &kv_gemm_wgmma_bf16_bf16);
-  if (v == KV_GEMM_MMA)
-    return f16 ? (f32acc ? &kv_gemm_mma_f16_f32 : &kv_gemm_mma_f16_f16)
-               : (f32acc ? &kv_gemm_mma_bf16_f32 : &kv_gemm_mma_bf16_bf16);
-  return NULL;
-}
-
-static const char *unsupported(int v, const kv_gemm_problem *p) {
-  return kv_gemm_unsupported(v, p->m, p->n, p->k, p->a_t, p->b_t, p->prec);
-}
-
-kv_status kv_gemm_run(int v, const kv_gemm_problem *p, cudaStream_t stream, const char **why) {
-  if ((*why = unsupported(v, p))) return KV_ERR;
-  if (v == KV_GEMM_CUBLAS) return kv_gemm_cublas_run(p, stream);
-  return kv_gemm_impl_of(v, p->prec)->run(p, stream);
-}
-
-kv_status kv_gemm_resources(int v, const kv_gemm_problem *p, kv_kernel_resources *r, const char **why) {
-  if ((*why = unsupported(v, p))) return KV_ERR;
-  if (v == KV_GEMM_CUBLAS) { /* cuBLAS picks its kernel inside: not known here */
-    r->registers = r->smem_bytes = r->local_bytes = r->occupancy = -1;
-    return KV_OK;
+/* kval-wgmma runs on compute capability 9.0 only (sm_90a code); *sms for its grid. */
+static kv_status wgmma_device(int *sms, const char **why) {
+  int dev, major, minor;
+  KV_TRY(CHECK_CUDA(cudaGetDevice(&dev)));
+  KV_TRY(CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)));
+  KV_TRY(CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)));
+  KV_TRY(CHECK_CUDA(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev)));
+  if (major != 9 || minor != 0) {
+    *why = "kval-wgmma: needs a compute capability 9.0 GPU (sm_90a code)";
+    return KV_ERR;
   }
-  return kv_gemm_impl_of(v, p->prec)->resources(p, r);
+  return KV_OK;
+}
+
+template <kv_dtype T>
+using dtype_ = std::integral_constant<kv_dtype, T>;
+
+/* F(STORE, ACC) for a supported precision. */
+template <class F> static kv_status by_precision(kv_precision p, F &&f) {
+  if (p.storage == KV_FP16)
+    return p.accum == KV_FP32 ? f(dtype_<KV_FP16>{}, dtype_<KV_FP32>{}) : f(dtype_<KV_FP16>{}, dtype_<KV_FP16>{});
+  return p.accum == KV_FP32 ? f(dtype_<KV_BF16>{}, dtype_<KV_FP32>{}) : f(dtype_<KV_BF16>{}, dtype_<KV_BF16>{});
+}
+
+kv_status kv_gemm_prepare(const kv_gemm_args *g, int variant, kv_gemm_problem *pr, const char **why) {
+  *pr = kv_gemm_problem();
+  pr->g = *g;
+  pr->variant = variant;
+  if ((*why = kv_gemm_unsupported(variant, g->m, g->n, g->k, g->a_t, g->b_t, g->prec))) return KV_ERR;
+  switch (variant) {
+    case KV_GEMM_CUBLAS:
+      return kv_gemm_cublas_prepare(pr);
+    case KV_GEMM_MMA:
+      return by_precision(g->prec, [&](auto st, auto ac) {
+        return kv_gemm_mma_prepare<decltype(st)::value, decltype(ac)::value>(pr);
+      });
+    default:
+      KV_TRY(wgmma_device(&pr->sms, why));
+      return by_precision(g->prec, [&](auto st, auto ac) {
+        return kv_gemm_wgmma_prepare<decltype(st)::value, decltype(ac)::value>(pr);
+      });
+  }
+}
+
+kv_status kv_gemm_launch(const kv_gemm_problem *pr, cudaStream_t stream) { return pr->launch(pr, stream); }
+
+kv_status kv_gemm_resources(const kv_gemm_problem *pr, kv_kernel_resources *r) { return pr->resources(pr, r); }
+
+void kv_gemm_release(kv_gemm_problem *pr) {
+  if (pr->lt) kv_gemm_cublas_release(pr->lt);
+  pr->lt = nullptr;
 }

@@ -1,4 +1,4 @@
-/* gemm_reference.cu - the GEMM family's fp64 reference on the GPU, as families/gemm/gemm.c
+/* gemm_gpu_ref.cu - the GEMM family's fp64 reference on the GPU, as families/gemm/gemm.c
  * defines it on the CPU: ref = alpha op(A) op(B) + beta C and
  * mag = |alpha| |op(A)| |op(B)| + |beta| |C| (C only when beta != 0), over the whole M x N
  * output, row-major. The rounded storage inputs are upcast to double (exact) in stream-ordered
@@ -36,7 +36,7 @@ static unsigned kv_ref_blocks(size_t n) {
   return (unsigned)(b < 8192 ? (b > 0 ? b : 1) : 8192);
 }
 
-static kv_status kv_ref_upcast_to(const kv_gemm_problem *p, const void *x, double *y, size_t n, int absval,
+static kv_status kv_ref_upcast_to(const kv_gemm_args *p, const void *x, double *y, size_t n, int absval,
                                   cudaStream_t s) {
   if (p->prec.storage == KV_FP16)
     kv_ref_upcast<__half><<<kv_ref_blocks(n), 256, 0, s>>>(static_cast<const __half *>(x), y, n, absval);
@@ -46,7 +46,7 @@ static kv_status kv_ref_upcast_to(const kv_gemm_problem *p, const void *x, doubl
 }
 
 /* out = alpha op(A) op(B) + beta out, all double, row-major out (M x N). */
-static kv_status kv_ref_dgemm(const kv_gemm_problem *p, const double *a, const double *b, double alpha, double beta,
+static kv_status kv_ref_dgemm(const kv_gemm_args *p, const double *a, const double *b, double alpha, double beta,
                               double *out) {
   const cublasOperation_t op_b = p->b_t ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = p->a_t ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -55,7 +55,7 @@ static kv_status kv_ref_dgemm(const kv_gemm_problem *p, const double *a, const d
       cublasDgemm(kv_ref_handle, op_b, op_a, p->n, p->m, p->k, &alpha, b, ldb, a, lda, &beta, out, p->n));
 }
 
-kv_status kv_gemm_gpu_reference(const kv_gemm_problem *p, double *d_ref, double *d_mag, cudaStream_t stream) {
+kv_status kv_gemm_gpu_reference(const kv_gemm_args *p, double *d_ref, double *d_mag, cudaStream_t stream) {
   if (p->prec.storage != KV_FP16 && p->prec.storage != KV_BF16) {
     kv_report(__FILE__, __LINE__, "gemm", "reference: storage %s not implemented", kv_dtype_name(p->prec.storage));
     return KV_ERR;

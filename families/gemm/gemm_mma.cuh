@@ -2,8 +2,10 @@
  * computes a BM x BN tile with WARPS_M x WARPS_N warps; A and B k-blocks stream through a
  * STAGES-deep cp.async ring of padded shared-memory tiles (16-byte copies, zero-filled past
  * the matrix edge; element-wise loads when a row stride is not a multiple of 8 elements) and
- * reach the tensor cores through ldmatrix (.trans for M-major A and N-major B).
- * Instantiated per storage type in families/gemm/inst/gemm_mma_fp16.cu and gemm_mma_bf16.cu. */
+ * reach the tensor cores through ldmatrix (.trans for M-major A and N-major B). Host side: a
+ * problem is prepared once (layout instantiation, load path, grid, shared-memory limit) and
+ * launched many times. Instantiated per storage type in families/gemm/inst/gemm_mma_fp16.cu
+ * and gemm_mma_bf16.cu. */
 #ifndef KVAL_GEMM_MMA_CUH
 #define KVAL_GEMM_MMA_CUH
 
@@ -21,9 +23,9 @@ namespace ptx = kv::ptx;
 /* Accumulators of one warp tile (MI x NI mma tiles) per accumulation mode: per mma tile four
  * fp32 values (F32, and BF16, rounded to bf16 after every k-step: the bf16 accumulation
  * model), or two fp16 pairs, the native fp16 accumulator (F16). */
-template <class T, int ACC> struct mma_acc {
+template <class T, kv_dtype ACC> struct mma_acc {
   typedef kv_mma_traits Tr;
-  static constexpr bool F16 = ACC == KV_GEMM_ACC_F16;
+  static constexpr bool F16 = ACC == KV_FP16;
   std::conditional_t<F16, uint32_t[2], float[4]> c[Tr::MI][Tr::NI];
   __device__ __forceinline__ void zero() {
 #pragma unroll
@@ -42,7 +44,7 @@ template <class T, int ACC> struct mma_acc {
           ptx::mma_m16n8k16_f16(c[i][j], a[i], b[j][0], b[j][1]);
         } else {
           ptx::mma_m16n8k16_f32<T>(c[i][j], a[i], b[j][0], b[j][1]);
-          if (ACC == KV_GEMM_ACC_BF16)
+          if (ACC == KV_BF16)
 #pragma unroll
             for (int e = 0; e < 4; ++e) c[i][j][e] = round_bf16(c[i][j][e]);
         }
@@ -87,7 +89,7 @@ __device__ __forceinline__ void mma_load_tile(T *s, const T *g, int ld, int r0, 
 
 }  // namespace kv_gemm
 
-template <class T, int ACC, int AT, int BT>
+template <class T, kv_dtype ACC, int AT, int BT>
 __global__ void __launch_bounds__(kv_mma_traits::THREADS)
     kv_gemm_mma_kernel(const T *__restrict__ a, const T *__restrict__ b, const kv_gemm_epi epi, const int k,
                        const int vec) {
@@ -189,30 +191,20 @@ template <int AT, int BT> constexpr int kv_mma_smem_bytes() {
           (BT ? Tr::BN * (Tr::BK + Tr::PAD) : Tr::BK * (Tr::BN + Tr::PAD)));
 }
 
-template <class T, int ACC, int AT, int BT> static kv_status kv_mma_launch(const kv_gemm_problem *p, cudaStream_t st) {
-  typedef kv_mma_traits Tr;
-  constexpr int smem = kv_mma_smem_bytes<AT, BT>();
-  const int lda = p->a_t ? p->m : p->k, ldb = p->b_t ? p->k : p->n;
-  const int vec = lda % 8 == 0 && ldb % 8 == 0 && reinterpret_cast<uintptr_t>(p->a) % 16 == 0 &&
-                  reinterpret_cast<uintptr_t>(p->b) % 16 == 0;
-  const kv_gemm_epi epi = {p->d, p->c, p->m, p->n, (float)p->alpha, (float)p->beta};
-  const long long tiles = (long long)((p->m + Tr::BM - 1) / Tr::BM) * ((p->n + Tr::BN - 1) / Tr::BN);
-  if (tiles > 0x7fffffffLL) {
-    kv_report(__FILE__, __LINE__, "gemm", "kval-mma: %dx%d needs %lld tiles, above the grid limit", p->m, p->n, tiles);
-    return KV_ERR;
-  }
-  void (*kernel)(const T *, const T *, const kv_gemm_epi, const int, const int) = kv_gemm_mma_kernel<T, ACC, AT, BT>;
-  KV_TRY(CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem)));
-  kernel<<<(unsigned)tiles, Tr::THREADS, smem, st>>>(static_cast<const T *>(p->a), static_cast<const T *>(p->b), epi, p->k, vec);
+template <class T, kv_dtype ACC, int AT, int BT> static kv_status kv_mma_launch(const kv_gemm_problem *pr, cudaStream_t st) {
+  const kv_gemm_args &g = pr->g;
+  const kv_gemm_epi epi = {g.d, g.c, g.m, g.n, (float)g.alpha, (float)g.beta};
+  kv_gemm_mma_kernel<T, ACC, AT, BT><<<pr->grid, kv_mma_traits::THREADS, kv_mma_smem_bytes<AT, BT>(), st>>>(
+      static_cast<const T *>(g.a), static_cast<const T *>(g.b), epi, g.k, pr->vec);
   return CHECK_LAUNCH("kv_gemm_mma_kernel");
 }
 
-template <class T, int ACC, int AT, int BT> static kv_status kv_mma_resources_of(kv_kernel_resources *r) {
+template <class T, kv_dtype ACC, int AT, int BT>
+static kv_status kv_mma_resources_of(const kv_gemm_problem *, kv_kernel_resources *r) {
   typedef kv_mma_traits Tr;
   constexpr int smem = kv_mma_smem_bytes<AT, BT>();
   void (*kernel)(const T *, const T *, const kv_gemm_epi, const int, const int) = kv_gemm_mma_kernel<T, ACC, AT, BT>;
   cudaFuncAttributes fa;
-  KV_TRY(CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem)));
   KV_TRY(CHECK_CUDA(cudaFuncGetAttributes(&fa, kernel)));
   KV_TRY(CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r->occupancy, kernel, Tr::THREADS, smem)));
   r->registers = fa.numRegs;
@@ -221,19 +213,34 @@ template <class T, int ACC, int AT, int BT> static kv_status kv_mma_resources_of
   return KV_OK;
 }
 
-/* The three layouts of the sweep: nn, tn, nt. */
-template <class T, int ACC> static kv_status kv_mma_run(const kv_gemm_problem *p, cudaStream_t st) {
-  if (!p->a_t && !p->b_t) return kv_mma_launch<T, ACC, 0, 0>(p, st);
-  if (p->a_t && !p->b_t) return kv_mma_launch<T, ACC, 1, 0>(p, st);
-  if (!p->a_t && p->b_t) return kv_mma_launch<T, ACC, 0, 1>(p, st);
-  kv_report(__FILE__, __LINE__, "gemm", "kval-mma: layout tt is not instantiated (nn, tn, nt are)");
-  return KV_ERR;
+/* Layout (AT, BT) for the problem: the load path (16-byte cp.async when both row strides are
+ * multiples of 8 elements and both bases 16-byte aligned), one CTA per tile, the
+ * shared-memory limit. */
+template <class T, kv_dtype ACC, int AT, int BT> static kv_status kv_mma_prepare_layout(kv_gemm_problem *pr) {
+  typedef kv_mma_traits Tr;
+  const kv_gemm_args &g = pr->g;
+  const int lda = g.a_t ? g.m : g.k, ldb = g.b_t ? g.k : g.n;
+  pr->vec = lda % 8 == 0 && ldb % 8 == 0 && reinterpret_cast<uintptr_t>(g.a) % 16 == 0 &&
+            reinterpret_cast<uintptr_t>(g.b) % 16 == 0;
+  const long long tiles = (long long)((g.m + Tr::BM - 1) / Tr::BM) * ((g.n + Tr::BN - 1) / Tr::BN);
+  if (tiles > 0x7fffffffLL) {
+    kv_report(__FILE__, __LINE__, "gemm", "kval-mma: %dx%d needs %lld tiles, above the grid limit", g.m, g.n, tiles);
+    return KV_ERR;
+  }
+  pr->grid = (unsigned)tiles;
+  KV_TRY(CHECK_CUDA(cudaFuncSetAttribute(kv_gemm_mma_kernel<T, ACC, AT, BT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         kv_mma_smem_bytes<AT, BT>())));
+  pr->launch = kv_mma_launch<T, ACC, AT, BT>;
+  pr->resources = kv_mma_resources_of<T, ACC, AT, BT>;
+  return KV_OK;
 }
 
-template <class T, int ACC> static kv_status kv_mma_resources(const kv_gemm_problem *p, kv_kernel_resources *r) {
-  if (!p->a_t && !p->b_t) return kv_mma_resources_of<T, ACC, 0, 0>(r);
-  if (p->a_t && !p->b_t) return kv_mma_resources_of<T, ACC, 1, 0>(r);
-  if (!p->a_t && p->b_t) return kv_mma_resources_of<T, ACC, 0, 1>(r);
+/* The three layouts of the sweep: nn, tn, nt. */
+template <kv_dtype STORE, kv_dtype ACC> kv_status kv_gemm_mma_prepare(kv_gemm_problem *pr) {
+  typedef kv_gemm::storage_t<STORE> T;
+  if (!pr->g.a_t && !pr->g.b_t) return kv_mma_prepare_layout<T, ACC, 0, 0>(pr);
+  if (pr->g.a_t && !pr->g.b_t) return kv_mma_prepare_layout<T, ACC, 1, 0>(pr);
+  if (!pr->g.a_t && pr->g.b_t) return kv_mma_prepare_layout<T, ACC, 0, 1>(pr);
   kv_report(__FILE__, __LINE__, "gemm", "kval-mma: layout tt is not instantiated (nn, tn, nt are)");
   return KV_ERR;
 }

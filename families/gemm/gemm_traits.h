@@ -1,14 +1,11 @@
-/* gemm_traits.h - tile configuration of the hand-written GEMM kernels (kval-wgmma, kval-mma)
- * and the accumulation modes they implement. The kernels read their tile sizes, pipeline
- * depths, thread counts and register budgets only from here. */
+/* gemm_traits.h - tile configuration of the hand-written GEMM kernels (kval-wgmma, kval-mma).
+ * The kernels read their tile sizes, pipeline depths, thread counts and register budgets only
+ * from here. They are instantiated per accumulator type ACC, kval's kv_dtype (docs/NUMERICS.md,
+ * precision model): KV_FP32: fp32 accumulators; KV_FP16: native fp16 tensor-core accumulators;
+ * KV_BF16: fp32 accumulators rounded to bf16 after every k-step of 16 (the model of bf16
+ * accumulation, which tensor cores do not have). */
 #ifndef KVAL_GEMM_TRAITS_H
 #define KVAL_GEMM_TRAITS_H
-
-/* How the k-loop accumulates (docs/NUMERICS.md, precision model):
- * F32: fp32 accumulators; F16: native fp16 tensor-core accumulators;
- * BF16: fp32 accumulators rounded to bf16 after every k-step of 16 (the model of bf16
- * accumulation, which tensor cores do not have). */
-enum kv_gemm_acc { KV_GEMM_ACC_F32 = 0, KV_GEMM_ACC_F16 = 1, KV_GEMM_ACC_BF16 = 2 };
 
 /* kval-wgmma: Hopper wgmma fed by TMA through an mbarrier ring, one producer warpgroup and
  * CONSUMERS consumer warpgroups, persistent CTAs (one per SM; PERSISTENT 0: one CTA per
@@ -17,9 +14,9 @@ enum kv_gemm_acc { KV_GEMM_ACC_F32 = 0, KV_GEMM_ACC_F16 = 1, KV_GEMM_ACC_BF16 = 
  * EPI_TMA 1: the epilogue writes the tile into a swizzled shared-memory buffer per consumer
  * and one TMA store sends it out while the next tile's k-loop runs (when N is a multiple of 8);
  * EPI_TMA 0: bounds-checked stores straight from the registers.
- * kv_wgmma_config<...> is the family of configurations (families/gemm/bench/gemm_bench.cu times the
- * ladder steps with other members); the family launches kv_wgmma_traits, and for problems
- * of less than one wave of its tiles with fp32 accumulation, kv_wgmma_small_traits. */
+ * kv_wgmma_config<...> is the family of configurations (`gemm_bench ladder` times the steps of
+ * families/gemm/bench/gemm_ladder.cu, other members); the family launches kv_wgmma_traits, and
+ * for problems of less than one wave of its tiles with fp32 accumulation, kv_wgmma_small_traits. */
 template <int CONSUMERS_, int STAGES_, int GROUP_M_, int PERSISTENT_, int EPI_TMA_> struct kv_wgmma_config {
   static constexpr int CONSUMERS = CONSUMERS_;
   static constexpr int BM = 64 * CONSUMERS, BN = 256, BK = 64;

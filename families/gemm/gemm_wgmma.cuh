@@ -8,8 +8,10 @@
  * from registers when N is not a multiple of 8). setmaxnreg moves registers from the producer
  * to the consumers. Tails: TMA zero-fills loads and clips stores at the matrix edge. Layouts:
  * A K-major (letter n) or M-major (t), B N-major (n) or K-major (t), through wgmma's
- * transpose bits. Configurations in gemm_traits.h; instantiated per precision in
- * families/gemm/inst/gemm_wgmma_<storage>_<accum>.cu. */
+ * transpose bits. Host side: a problem is prepared once (configuration and layout
+ * instantiation, the TMA descriptors, the persistent grid from the SM count the dispatcher read,
+ * the shared-memory limit) and launched many times. Configurations in gemm_traits.h;
+ * instantiated per precision in families/gemm/inst/gemm_wgmma_<storage>_<accum>.cu. */
 #ifndef KVAL_GEMM_WGMMA_CUH
 #define KVAL_GEMM_WGMMA_CUH
 
@@ -40,7 +42,7 @@ __device__ __forceinline__ void grouped_tile(int t, int tiles_m, int tiles_n, in
 
 /* Accumulators of one consumer warpgroup (64 x 256) for each accumulation mode: zero-free
  * start (the first k-step overwrites), one k-block of wgmma, and the epilogue. */
-template <class Tr, class T, int ACC, int AT, int BT> struct wgmma_acc;
+template <class Tr, class T, kv_dtype ACC, int AT, int BT> struct wgmma_acc;
 
 /* Descriptors of k-step j of a stage: A K-major steps 32 bytes along its swizzled rows,
  * M-major 16 rows of 128 bytes; likewise B. */
@@ -53,7 +55,7 @@ template <class Tr, int AT, int BT> struct wgmma_descs {
   }
 };
 
-template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC_F32, AT, BT> {
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP32, AT, BT> {
   typedef wgmma_descs<Tr, AT, BT> D;
   float d[128];
   static constexpr bool pipelined = true; /* k-block's wgmma may stay in flight */
@@ -72,7 +74,7 @@ template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC
   __device__ __forceinline__ float2 pair(int j, int h) const { return make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]); }
 };
 
-template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC_F16, AT, BT> {
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP16, AT, BT> {
   typedef wgmma_descs<Tr, AT, BT> D;
   uint32_t d[64];
   static constexpr bool pipelined = true;
@@ -94,9 +96,9 @@ template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC
 
 /* bf16 accumulation model: every k-step of 16 completes and is rounded to bf16 before the
  * next one starts (serialised: a precision-study path, not a performance path). */
-template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_GEMM_ACC_BF16, AT, BT> {
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_BF16, AT, BT> {
   typedef wgmma_descs<Tr, AT, BT> D;
-  wgmma_acc<Tr, T, KV_GEMM_ACC_F32, AT, BT> f;
+  wgmma_acc<Tr, T, KV_FP32, AT, BT> f;
   static constexpr bool pipelined = false;
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
 #pragma unroll
@@ -159,7 +161,7 @@ __device__ __forceinline__ void wgmma_epilogue(const Acc &acc, const kv_gemm_epi
 
 }  // namespace kv_gemm
 
-template <class Tr, class T, int ACC, int AT, int BT>
+template <class Tr, class T, kv_dtype ACC, int AT, int BT>
 __global__ void __launch_bounds__(Tr::THREADS, 1)
     kv_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                          const __grid_constant__ CUtensorMap map_d, const kv_gemm_epi epi, const int k,
@@ -295,54 +297,19 @@ static kv_status kv_wgmma_map(CUtensorMap *map, const void *base, int cols, int 
   return KV_OK;
 }
 
-/* kval-wgmma runs on compute capability 9.0 only (sm_90a code). */
-static inline kv_status kv_wgmma_device(int *sms) {
-  int dev, major, minor;
-  KV_TRY(CHECK_CUDA(cudaGetDevice(&dev)));
-  KV_TRY(CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)));
-  KV_TRY(CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)));
-  KV_TRY(CHECK_CUDA(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev)));
-  if (major != 9 || minor != 0) {
-    kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma needs a compute capability 9.0 GPU (sm_90a), found %d.%d",
-              major, minor);
-    return KV_ERR;
-  }
-  return KV_OK;
-}
-
-template <class Tr, class T, int ACC, int AT, int BT>
-static kv_status kv_wgmma_launch(const kv_gemm_problem *p, cudaStream_t st) {
-  int sms;
-  KV_TRY(kv_wgmma_device(&sms));
-  CUtensorMap map_a, map_b;
-  if (AT)
-    KV_TRY(kv_wgmma_map<T>(&map_a, p->a, p->m, p->k, Tr::SWIZZLE_ELEMS, Tr::BK));
-  else
-    KV_TRY(kv_wgmma_map<T>(&map_a, p->a, p->k, p->m, Tr::BK, Tr::BM));
-  if (BT)
-    KV_TRY(kv_wgmma_map<T>(&map_b, p->b, p->k, p->n, Tr::BK, Tr::BN));
-  else
-    KV_TRY(kv_wgmma_map<T>(&map_b, p->b, p->n, p->k, Tr::SWIZZLE_ELEMS, Tr::BK));
-  /* TMA store of D: its rows must be 16-byte strides from a 16-byte aligned base */
-  CUtensorMap map_d;
-  const int tma_store = Tr::EPI_TMA && p->n % 8 == 0 && reinterpret_cast<uintptr_t>(p->d) % 16 == 0;
-  if (tma_store)
-    KV_TRY(kv_wgmma_map<T>(&map_d, p->d, p->n, p->m, Tr::SWIZZLE_ELEMS, 64));
-  else
-    memset(&map_d, 0, sizeof map_d);
-  const kv_gemm_epi epi = {p->d, p->c, p->m, p->n, (float)p->alpha, (float)p->beta};
-  const long long tiles = (long long)((p->m + Tr::BM - 1) / Tr::BM) * ((p->n + Tr::BN - 1) / Tr::BN);
-  const int grid = (int)(tiles < sms || !Tr::PERSISTENT ? tiles : sms);
-  kv_wgmma_kernel_fn kernel = kv_gemm_wgmma_kernel<Tr, T, ACC, AT, BT>;
-  KV_TRY(CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::SMEM_BYTES)));
-  kernel<<<grid, Tr::THREADS, Tr::SMEM_BYTES, st>>>(map_a, map_b, map_d, epi, p->k, tma_store);
+template <class Tr, class T, kv_dtype ACC, int AT, int BT>
+static kv_status kv_wgmma_launch(const kv_gemm_problem *pr, cudaStream_t st) {
+  const kv_gemm_args &g = pr->g;
+  const kv_gemm_epi epi = {g.d, g.c, g.m, g.n, (float)g.alpha, (float)g.beta};
+  kv_gemm_wgmma_kernel<Tr, T, ACC, AT, BT>
+      <<<pr->grid, Tr::THREADS, Tr::SMEM_BYTES, st>>>(pr->map_a, pr->map_b, pr->map_d, epi, g.k, pr->tma_store);
   return CHECK_LAUNCH("kv_gemm_wgmma_kernel");
 }
 
-template <class Tr, class T, int ACC, int AT, int BT> static kv_status kv_wgmma_resources_of(kv_kernel_resources *r) {
+template <class Tr, class T, kv_dtype ACC, int AT, int BT>
+static kv_status kv_wgmma_resources_of(const kv_gemm_problem *, kv_kernel_resources *r) {
   kv_wgmma_kernel_fn kernel = kv_gemm_wgmma_kernel<Tr, T, ACC, AT, BT>;
   cudaFuncAttributes fa;
-  KV_TRY(CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::SMEM_BYTES)));
   KV_TRY(CHECK_CUDA(cudaFuncGetAttributes(&fa, kernel)));
   KV_TRY(CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r->occupancy, kernel, Tr::THREADS, Tr::SMEM_BYTES)));
   r->registers = fa.numRegs;
@@ -351,45 +318,57 @@ template <class Tr, class T, int ACC, int AT, int BT> static kv_status kv_wgmma_
   return KV_OK;
 }
 
-/* Whether the family launches kv_wgmma_small_traits: fp32 accumulation and less than one
- * wave of the large tiles (small or skinny problems get twice as many tiles). */
-template <int ACC> static bool kv_wgmma_small(const kv_gemm_problem *p, int sms) {
+/* Configuration Tr and layout (AT, BT) for the problem: the TMA descriptors of A, B and, when
+ * D can be stored by TMA (its rows 16-byte strides from a 16-byte aligned base), of D; the
+ * grid (one CTA per SM, persistent, or one per tile); the shared-memory limit. */
+template <class Tr, class T, kv_dtype ACC, int AT, int BT> static kv_status kv_wgmma_prepare_layout(kv_gemm_problem *pr) {
+  const kv_gemm_args &g = pr->g;
+  if (AT)
+    KV_TRY(kv_wgmma_map<T>(&pr->map_a, g.a, g.m, g.k, Tr::SWIZZLE_ELEMS, Tr::BK));
+  else
+    KV_TRY(kv_wgmma_map<T>(&pr->map_a, g.a, g.k, g.m, Tr::BK, Tr::BM));
+  if (BT)
+    KV_TRY(kv_wgmma_map<T>(&pr->map_b, g.b, g.k, g.n, Tr::BK, Tr::BN));
+  else
+    KV_TRY(kv_wgmma_map<T>(&pr->map_b, g.b, g.n, g.k, Tr::SWIZZLE_ELEMS, Tr::BK));
+  pr->tma_store = Tr::EPI_TMA && g.n % 8 == 0 && reinterpret_cast<uintptr_t>(g.d) % 16 == 0;
+  if (pr->tma_store)
+    KV_TRY(kv_wgmma_map<T>(&pr->map_d, g.d, g.n, g.m, Tr::SWIZZLE_ELEMS, 64));
+  else
+    memset(&pr->map_d, 0, sizeof pr->map_d);
+  const long long tiles = (long long)((g.m + Tr::BM - 1) / Tr::BM) * ((g.n + Tr::BN - 1) / Tr::BN);
+  if (tiles > 0x7fffffffLL) {
+    kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma: %dx%d needs %lld tiles, above the grid limit", g.m, g.n, tiles);
+    return KV_ERR;
+  }
+  pr->grid = (unsigned)(tiles < pr->sms || !Tr::PERSISTENT ? tiles : pr->sms);
+  KV_TRY(CHECK_CUDA(cudaFuncSetAttribute(kv_gemm_wgmma_kernel<Tr, T, ACC, AT, BT>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::SMEM_BYTES)));
+  pr->launch = kv_wgmma_launch<Tr, T, ACC, AT, BT>;
+  pr->resources = kv_wgmma_resources_of<Tr, T, ACC, AT, BT>;
+  return KV_OK;
+}
+
+/* Configuration Tr for the problem's layout: nn, tn or nt (the bench driver's ladder prepares
+ * other configurations through this). */
+template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_prepare_as(kv_gemm_problem *pr) {
+  if (!pr->g.a_t && !pr->g.b_t) return kv_wgmma_prepare_layout<Tr, T, ACC, 0, 0>(pr);
+  if (pr->g.a_t && !pr->g.b_t) return kv_wgmma_prepare_layout<Tr, T, ACC, 1, 0>(pr);
+  if (!pr->g.a_t && pr->g.b_t) return kv_wgmma_prepare_layout<Tr, T, ACC, 0, 1>(pr);
+  kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma: layout tt is not instantiated (nn, tn, nt are)");
+  return KV_ERR;
+}
+
+/* The family's configuration: kv_wgmma_small_traits for fp32 accumulation and less than one
+ * wave of the large tiles (small or skinny problems get twice as many tiles), else
+ * kv_wgmma_traits. */
+template <kv_dtype STORE, kv_dtype ACC> kv_status kv_gemm_wgmma_prepare(kv_gemm_problem *pr) {
+  typedef kv_gemm::storage_t<STORE> T;
   typedef kv_wgmma_traits Tr;
-  const long long tiles = (long long)((p->m + Tr::BM - 1) / Tr::BM) * ((p->n + Tr::BN - 1) / Tr::BN);
-  return ACC == KV_GEMM_ACC_F32 && tiles < sms;
-}
-
-/* The three layouts of the sweep (nn, tn, nt) for configuration Tr. */
-template <class Tr, class T, int ACC> static kv_status kv_wgmma_run_as(const kv_gemm_problem *p, cudaStream_t st) {
-  if (!p->a_t && !p->b_t) return kv_wgmma_launch<Tr, T, ACC, 0, 0>(p, st);
-  if (p->a_t && !p->b_t) return kv_wgmma_launch<Tr, T, ACC, 1, 0>(p, st);
-  if (!p->a_t && p->b_t) return kv_wgmma_launch<Tr, T, ACC, 0, 1>(p, st);
-  kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma: layout tt is not instantiated (nn, tn, nt are)");
-  return KV_ERR;
-}
-
-template <class Tr, class T, int ACC> static kv_status kv_wgmma_resources_as(const kv_gemm_problem *p, kv_kernel_resources *r) {
-  if (!p->a_t && !p->b_t) return kv_wgmma_resources_of<Tr, T, ACC, 0, 0>(r);
-  if (p->a_t && !p->b_t) return kv_wgmma_resources_of<Tr, T, ACC, 1, 0>(r);
-  if (!p->a_t && p->b_t) return kv_wgmma_resources_of<Tr, T, ACC, 0, 1>(r);
-  kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma: layout tt is not instantiated (nn, tn, nt are)");
-  return KV_ERR;
-}
-
-template <class T, int ACC> static kv_status kv_wgmma_run(const kv_gemm_problem *p, cudaStream_t st) {
-  int sms;
-  KV_TRY(kv_wgmma_device(&sms));
-  if constexpr (ACC == KV_GEMM_ACC_F32)
-    if (kv_wgmma_small<ACC>(p, sms)) return kv_wgmma_run_as<kv_wgmma_small_traits, T, ACC>(p, st);
-  return kv_wgmma_run_as<kv_wgmma_traits, T, ACC>(p, st);
-}
-
-template <class T, int ACC> static kv_status kv_wgmma_resources(const kv_gemm_problem *p, kv_kernel_resources *r) {
-  int sms;
-  KV_TRY(kv_wgmma_device(&sms));
-  if constexpr (ACC == KV_GEMM_ACC_F32)
-    if (kv_wgmma_small<ACC>(p, sms)) return kv_wgmma_resources_as<kv_wgmma_small_traits, T, ACC>(p, r);
-  return kv_wgmma_resources_as<kv_wgmma_traits, T, ACC>(p, r);
+  const long long tiles = (long long)((pr->g.m + Tr::BM - 1) / Tr::BM) * ((pr->g.n + Tr::BN - 1) / Tr::BN);
+  if constexpr (ACC == KV_FP32)
+    if (tiles < pr->sms) return kv_wgmma_prepare_as<kv_wgmma_small_traits, T, ACC>(pr);
+  return kv_wgmma_prepare_as<Tr, T, ACC>(pr);
 }
 
 #endif

@@ -1,6 +1,7 @@
 # families/gemm/local.mk - the gemm family in kval's one Makefile: descriptor, CPU reference
 # and emulation in libkval.a; with CUDA the wgmma, mma.sync and cuBLASLt variants, dispatcher,
-# adapter and GPU reference; the family's unit test and test decks.
+# adapter and GPU reference, and the bench driver with kval-wgmma's configuration ladder; the
+# family's unit test and test decks.
 src_libkval_a_SOURCES += families/gemm/gemm.h families/gemm/gemm.c families/gemm/gemm_limits.h \
 	families/gemm/gemm_cpu_ref.c families/gemm/gemm_emulate.c
 if HAVE_CUDA
@@ -12,6 +13,9 @@ src_libkval_a_SOURCES += \
 	families/gemm/inst/gemm_mma_fp16.cu families/gemm/inst/gemm_mma_bf16.cu \
 	families/gemm/gemm_cublas.cu families/gemm/gemm_gpu_ref.cu families/gemm/gemm_dispatch.cu \
 	families/gemm/gemm_cuda.cu
+noinst_PROGRAMS += families/gemm/bench/gemm_bench
+families_gemm_bench_gemm_bench_SOURCES = families/gemm/bench/gemm_bench.cu families/gemm/bench/gemm_ladder.h \
+	families/gemm/bench/gemm_ladder.cu $(KV_BENCH_KIT)
 endif
 check_PROGRAMS += families/gemm/test_gemm
 families_gemm_test_gemm_SOURCES = families/gemm/test_gemm.c $(FAMILY_TEST_KIT)

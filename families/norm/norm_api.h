@@ -1,8 +1,9 @@
 /* norm_api.h - the LayerNorm/RMSNorm CUDA code at the level of a problem (pointers, rows,
- * hidden, eps, precision), independent of kval's cases so the bench driver links it alone:
- * the kernel variant of a row length chosen once (prepare: fast, peeled, general or serial
- * path, see norm_dispatch.cu), its launch and resources, and the fp64 GPU reference
- * (norm_gpu_ref.cu). Every entry returns kv_status; a problem no kernel can run is KV_ERR with
+ * hidden, eps, precision), independent of kval's cases: the kernel variant of a row length
+ * chosen once (prepare: fast, peeled, general or serial path, see norm_dispatch.cu), its
+ * launch and resources, and the fp64 GPU reference (norm_gpu_ref.cu). norm_cuda.cu adapts a
+ * case to these calls; its problem object is a kv_norm_problem, which the bench driver
+ * prepares again for every configuration of the table (families/norm/bench). Every entry returns kv_status; a problem no kernel can run is KV_ERR with
  * *why a static reason. CUDA C++ only (included by .cu files). */
 #ifndef KVAL_NORM_API_H
 #define KVAL_NORM_API_H
@@ -38,7 +39,7 @@ int kv_norm_default_config(const kv_norm_problem *pr);
 /* Choose the kernel of configuration `config` (-1: general or serial path) and the grid. */
 kv_status kv_norm_prepare(kv_norm_problem *pr, int config, const char **why);
 /* One launch of the chosen kernel, checked. */
-kv_status kv_norm_run(const kv_norm_problem *pr, cudaStream_t s);
+kv_status kv_norm_launch(const kv_norm_problem *pr, cudaStream_t s);
 kv_status kv_norm_resources(const kv_norm_problem *pr, kv_kernel_resources *r);
 /* fp64 reference of the whole output (norm_gpu_ref.cu): ref and mag, rows * hidden each. */
 kv_status kv_norm_gpu_reference(const kv_norm_problem *pr, double *d_ref, double *d_mag, cudaStream_t s);

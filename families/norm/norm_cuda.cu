@@ -43,7 +43,7 @@ static kv_status rms_prepare(const kv_case *c, void *const *in, void *const *out
 }
 
 static kv_status launch(const void *problem, void *stream) {
-  return kv_norm_run(static_cast<const kv_norm_problem *>(problem), static_cast<cudaStream_t>(stream));
+  return kv_norm_launch(static_cast<const kv_norm_problem *>(problem), static_cast<cudaStream_t>(stream));
 }
 
 static kv_status reference(const void *problem, double *d_ref, double *d_mag, double *d_aux_ref,

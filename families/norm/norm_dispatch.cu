@@ -100,7 +100,7 @@ kv_status kv_norm_prepare(kv_norm_problem *pr, int config, const char **why) {
   return KV_OK;
 }
 
-kv_status kv_norm_run(const kv_norm_problem *pr, cudaStream_t s) {
+kv_status kv_norm_launch(const kv_norm_problem *pr, cudaStream_t s) {
   if (pr->blocks == 0) return KV_OK;
   kv_norm_params p = pr->p;
   void *args[] = {&p};

@@ -3,5 +3,5 @@
  * head dim so make -j compiles them in parallel). */
 #include "families/fa2/fa2_wgmma.cuh"
 
-KV_FA2_WGMMA_INSTANTIATE(64, KV_FA2_FP16)
-KV_FA2_WGMMA_INSTANTIATE(64, KV_FA2_BF16)
+KV_FA2_WGMMA_INSTANTIATE(64, KV_FP16)
+KV_FA2_WGMMA_INSTANTIATE(64, KV_BF16)

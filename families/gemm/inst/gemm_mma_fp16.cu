@@ -2,5 +2,5 @@
  * fp16:fp16 (layouts nn, tn, nt). */
 #include "families/gemm/gemm_mma.cuh"
 
-const kv_gemm_impl kv_gemm_mma_f16_f32 = {kv_mma_run<__half, KV_GEMM_ACC_F32>, kv_mma_resources<__half, KV_GEMM_ACC_F32>};
-const kv_gemm_impl kv_gemm_mma_f16_f16 = {kv_mma_run<__half, KV_GEMM_ACC_F16>, kv_mma_resources<__half, KV_GEMM_ACC_F16>};
+template kv_status kv_gemm_mma_prepare<KV_FP16, KV_FP32>(kv_gemm_problem *);
+template kv_status kv_gemm_mma_prepare<KV_FP16, KV_FP16>(kv_gemm_problem *);

@@ -1,7 +1,9 @@
 /* backend.c - the `cuda` backend: binds the rank to its GPU, measures the ceilings, and runs a
  * case: device buffers laid out as kv_tensors with guard bands around the outputs (buffers.c),
  * inputs generated on the device (bit-identical to the host generator) and checksummed,
- * outputs poisoned with NaN bits, the case prepared once, the timing harness (harness.c), a
+ * outputs poisoned with NaN bits, the case prepared once, the timing harness (harness.c) around
+ * the family's launch (or, for the bench harness, a launch override on the family's prepared
+ * problem: kv_cuda_run_case_with), a
  * verification launch on outputs poisoned again, the checks of guard bands, inputs and launch
  * checksums, the outputs copied back, the GPU fp64 reference over the whole output, the error
  * statistics on the device (errstats.cu; the whole reference comes to the host only when the
@@ -93,12 +95,19 @@ static kv_status probe(void *arg, int slot) {
   return kv_cuda_buffers_sum_outputs(&ctx, p->t, p->b, slot);
 }
 
+/* What is launched and timed: the family's launch of its prepared problem, or a bench
+ * override's of the state it derived from that problem. */
+typedef struct {
+  kv_cuda_launch_fn launch;
+  kv_status (*resources)(const void *, kv_kernel_resources *);
+  const void *kernel;
+} launchable;
+
 /* The verification launch, whose outputs are downloaded and judged: outputs poisoned again,
  * one launch, its checksum into the last slot. */
-static kv_status verification_launch(const kv_cuda_family *cf, const void *problem, const kv_tensors *t,
-                                     kv_cuda_buffers *b, double deadline) {
+static kv_status verification_launch(const launchable *l, const kv_tensors *t, kv_cuda_buffers *b, double deadline) {
   KV_TRY(kv_cuda_buffers_poison(&ctx, t, b));
-  KV_TRY(cf->launch(problem, ctx.stream));
+  KV_TRY(l->launch(l->kernel, ctx.stream));
   KV_TRY(kv_cuda_buffers_sum_outputs(&ctx, t, b, KV_LAUNCH_SUMS - 1));
   return kv_cuda_wait(&ctx, deadline, "the verification launch");
 }
@@ -162,8 +171,9 @@ static kv_status inject(const kv_case *c, const kv_case_data *d, double deadline
 }
 
 /* The steps of a case after its buffers exist; *step names the one that failed. */
-static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, const kv_cost *cost,
-                           kv_cuda_buffers *b, void **problem, kv_case_data *d, const char **step, const char **why) {
+static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv_cuda_launch_override *ovr,
+                           const kv_tensors *t, const kv_cost *cost, kv_cuda_buffers *b, void **problem, void **state,
+                           kv_case_data *d, const char **step, const char **why) {
   const kv_cuda_family *cf = c->fp->family->cuda;
   const double launch_deadline = kv_cuda_deadline(rs, launch_estimate(cost));
   *step = "input generation";
@@ -171,12 +181,18 @@ static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv
   KV_TRY(kv_cuda_wait(&ctx, kv_cuda_deadline(rs, pass_estimate(cost->device_bytes)), "the input generation"));
   *step = "prepare";
   KV_TRY(cf->prepare(c, b->in, b->out, problem, why));
+  launchable l = {cf->launch, cf->resources, *problem};
+  if (ovr) {
+    *step = "prepare of the bench launch";
+    KV_TRY(ovr->prepare(*problem, ovr->arg, state, why));
+    l = (launchable){ovr->launch, ovr->resources, *state};
+  }
   kv_kernel_resources res;
-  if (cf->resources(*problem, &res) == KV_OK) d->res = res;
+  if (l.resources(l.kernel, &res) == KV_OK) d->res = res;
   *step = "launch";
   probe_arg pa = {t, b};
-  KV_TRY(kv_cuda_time_case(&ctx, cf, *problem, rs, launch_deadline, probe, &pa, d));
-  KV_TRY(verification_launch(cf, *problem, t, b, launch_deadline));
+  KV_TRY(kv_cuda_time_case(&ctx, l.launch, l.kernel, rs, launch_deadline, probe, &pa, d));
+  KV_TRY(verification_launch(&l, t, b, launch_deadline));
   if (d->device_fault || d->device_hang) {
     *step = "injected device fault";
     return inject(c, d, launch_deadline);
@@ -189,8 +205,8 @@ static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv
   return kv_cuda_xcheck(&ctx, c, t, cost, rs, b, d);
 }
 
-static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_case_data *d, char *message,
-                               size_t msglen) {
+kv_status kv_cuda_run_case_with(const kv_case *c, const kv_run_settings *rs, const kv_cuda_launch_override *ovr,
+                                kv_case_data *d, char *message, size_t msglen) {
   const kv_family *f = c->fp->family;
   d->ref_xcheck = NAN;
   kv_telemetry_unknown(&d->tel);
@@ -211,14 +227,15 @@ static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_c
   }
   kv_cuda_buffers b;
   memset(&b, 0, sizeof b);
-  void *problem = NULL;
+  void *problem = NULL, *state = NULL;
   const char *step = "device allocation", *why = NULL;
   kv_status st = kv_cuda_buffers_alloc(&t, &cost, &b);
-  if (st == KV_OK) st = run_steps(c, rs, &t, &cost, &b, &problem, d, &step, &why);
+  if (st == KV_OK) st = run_steps(c, rs, ovr, &t, &cost, &b, &problem, &state, d, &step, &why);
   if (kv_fatal_pending()) { /* a timeout or a sticky error: the device must not be touched again */
     set_message(message, msglen, "cuda %s: %s", step, kv_fatal_pending());
     return KV_ERR;
   }
+  if (state) ovr->release(state);
   if (problem) f->cuda->release(problem);
   if (kv_cuda_buffers_free(&b) != KV_OK && st == KV_OK) {
     step = "device free";
@@ -226,6 +243,11 @@ static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_c
   }
   if (st != KV_OK) set_message(message, msglen, "cuda %s: %s", step, why ? why : "failed (see the log)");
   return st;
+}
+
+static kv_status cuda_run_case(const kv_case *c, const kv_run_settings *rs, kv_case_data *d, char *message,
+                               size_t msglen) {
+  return kv_cuda_run_case_with(c, rs, NULL, d, message, msglen);
 }
 
 static void cuda_finalize(void) {

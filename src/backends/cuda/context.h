@@ -77,15 +77,18 @@ kv_status kv_cuda_identify(int device, kv_rank_info *info);
  * GEMM rate (cuBLAS, 8192^3, random inputs) and DGEMM rate (4096^3). */
 kv_status kv_cuda_ceilings(cudaStream_t s, kv_rank_info *info);
 
-/* Warm-up and timed repetitions of one prepared case's launch (cf->launch(problem) alone;
+/* Warm-up and timed repetitions of launch(problem) alone (
  * CUDA events around each launch, L2 flushed between repetitions unless rs->l2_flush is 0),
  * until the relative standard error of the median reaches rs->rse_target (after
  * rs->min_reps), rs->max_reps, or rs->time_cap seconds of wall time; every wait under the
  * watchdog's `deadline`; probe(probe_arg, 0) after the first launch and probe(probe_arg, 1)
  * after the last timed repetition (outside the timed region); fills d->times, d->n_times and
  * the telemetry. */
+/* One launch of a prepared problem on `stream` (a family's kv_cuda_family.launch, or a bench
+ * launch override's, device.h). */
+typedef kv_status (*kv_cuda_launch_fn)(const void *problem, void *stream);
 typedef kv_status (*kv_launch_probe)(void *arg, int slot);
-kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem,
+kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, kv_cuda_launch_fn launch, const void *problem,
                             const kv_run_settings *rs, double deadline, kv_launch_probe probe, void *probe_arg,
                             kv_case_data *d);
 

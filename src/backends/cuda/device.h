@@ -1,6 +1,8 @@
 /* device.h - the cuda backend's own device code, called from its host half (C11): the input
  * generator, the error statistics on the device, the buffer checksum, and the real faults of
- * --inject sticky and hang (generate.cu, errstats.cu, checks.cu, fault.cu), and the backend. */
+ * --inject sticky and hang (generate.cu, errstats.cu, checks.cu, fault.cu); and the backend
+ * itself, with its run path open to a launch the family does not dispatch (the bench harness,
+ * bench/harness.c). */
 #ifndef KVAL_BACKENDS_CUDA_DEVICE_H
 #define KVAL_BACKENDS_CUDA_DEVICE_H
 
@@ -44,6 +46,26 @@ kv_status kv_cuda_fault(void *stream);
 
 /* The cuda backend (backend.c). */
 extern const kv_backend kv_backend_cuda;
+
+/* A kernel the family does not dispatch, run on the family's prepared problem (the bench
+ * drivers' tile and configuration ladders): prepare derives the kernel's own launch state from
+ * the family's problem object once, untimed (a refusal: KV_ERR with *why a static reason);
+ * launch is the one call the timing harness times; resources reports that kernel's; release
+ * frees the state. arg is handed to prepare. */
+typedef struct {
+  kv_status (*prepare)(const void *problem, const void *arg, void **state, const char **why);
+  kv_status (*launch)(const void *state, void *stream);
+  kv_status (*resources)(const void *state, kv_kernel_resources *r);
+  void (*release)(void *state);
+  const void *arg;
+} kv_cuda_launch_override;
+
+/* kv_backend_cuda.run_case with the family's launch replaced by ovr's (NULL: the family's own):
+ * the inputs, the poisoned outputs and guard bands, the family's prepare, the timing, the
+ * checks, the GPU reference, the error statistics of the output ovr's kernel wrote and the
+ * cross-checks are the job's. After kv_backend_cuda.init. */
+kv_status kv_cuda_run_case_with(const kv_case *c, const kv_run_settings *rs, const kv_cuda_launch_override *ovr,
+                                kv_case_data *d, char *message, size_t msglen);
 
 #ifdef __cplusplus
 }

@@ -33,11 +33,11 @@ static void telemetry_read(const kv_cuda_ctx *ctx, kv_telemetry *d) {
 }
 
 /* One timed repetition: flush (untimed), event, launch, event, wait (under the watchdog). */
-static kv_status time_once(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem, int flush,
+static kv_status time_once(const kv_cuda_ctx *ctx, kv_cuda_launch_fn launch, const void *problem, int flush,
                            double deadline, cudaEvent_t e0, cudaEvent_t e1, double *seconds) {
   if (flush) KV_TRY(CHECK_CUDA(cudaMemsetAsync(ctx->flush, 0x5a, ctx->flush_bytes, ctx->stream)));
   KV_TRY(CHECK_CUDA(cudaEventRecord(e0, ctx->stream)));
-  KV_TRY(cf->launch(problem, ctx->stream));
+  KV_TRY(launch(problem, ctx->stream));
   KV_TRY(CHECK_CUDA(cudaEventRecord(e1, ctx->stream)));
   KV_TRY(kv_cuda_wait_event(e1, deadline, "a timed launch"));
   float ms = 0.0f;
@@ -52,10 +52,10 @@ typedef struct {
   void *probe_arg;
 } watch;
 
-static kv_status repeat(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem,
+static kv_status repeat(const kv_cuda_ctx *ctx, kv_cuda_launch_fn launch, const void *problem,
                         const kv_run_settings *rs, const watch *w, cudaEvent_t e0, cudaEvent_t e1, kv_case_data *d) {
   for (int i = 0; i < rs->warmup; i++) {
-    KV_TRY(cf->launch(problem, ctx->stream));
+    KV_TRY(launch(problem, ctx->stream));
     if (i == 0) KV_TRY(w->probe(w->probe_arg, 0));
     KV_TRY(kv_cuda_wait(ctx, w->deadline, "a warm-up launch"));
   }
@@ -67,7 +67,7 @@ static kv_status repeat(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const 
   const double start = kv_wtime();
   double last_reading = start;
   while (d->n_times < max_reps) {
-    KV_TRY(time_once(ctx, cf, problem, rs->l2_flush, w->deadline, e0, e1, &d->times[d->n_times]));
+    KV_TRY(time_once(ctx, launch, problem, rs->l2_flush, w->deadline, e0, e1, &d->times[d->n_times]));
     if (d->n_times == 0 && rs->warmup == 0) KV_TRY(w->probe(w->probe_arg, 0));
     d->n_times++;
     const double now = kv_wtime();
@@ -82,7 +82,7 @@ static kv_status repeat(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const 
   return w->probe(w->probe_arg, 1);
 }
 
-kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, const void *problem,
+kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, kv_cuda_launch_fn launch, const void *problem,
                             const kv_run_settings *rs, double deadline, kv_launch_probe probe, void *probe_arg,
                             kv_case_data *d) {
   const watch w = {deadline, probe, probe_arg};
@@ -90,7 +90,7 @@ kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, const kv_cuda_family *cf, co
   cudaEvent_t e0 = NULL, e1 = NULL;
   kv_status st = CHECK_CUDA(cudaEventCreate(&e0));
   if (st == KV_OK) st = CHECK_CUDA(cudaEventCreate(&e1));
-  if (st == KV_OK) st = repeat(ctx, cf, problem, rs, &w, e0, e1, d);
+  if (st == KV_OK) st = repeat(ctx, launch, problem, rs, &w, e0, e1, d);
   if (kv_fatal_pending()) return st; /* after a timeout the device must not be touched again */
   if (e0 && CHECK_CUDA(cudaEventDestroy(e0)) != KV_OK) st = KV_ERR;
   if (e1 && CHECK_CUDA(cudaEventDestroy(e1)) != KV_OK) st = KV_ERR;

@@ -1,0 +1,89 @@
+/* gemm_bench.cu - the gemm family's bench driver, on the bench harness (bench/harness.h): every
+ * row is a kval case run, timed and validated as the job runs it; the peers are cuBLAS inside
+ * kval itself (variant cublas, timed the same way).
+ *   gemm_bench [bench|ladder|all] [--csv FILE] [--deck FILE] [--set run.KEY=VALUE]...
+ * bench   cublas, kval-wgmma and kval-mma through the family's own dispatch on square shapes
+ *         256 .. 8192 (nn), the skinny 16 x 8192 x 8192, 8192^3 with layouts tn and nt, in
+ *         fp16:fp32, bf16:fp32, fp16:fp16 and bf16:bf16 (cuBLAS has no bf16 accumulation)
+ * ladder  the rungs of kval-wgmma's configuration ladder (gemm_ladder.h) on bf16:fp32 8192^3
+ *         nn, each launched on the family's prepared problem (a launch override)
+ * all     both (the default). Exit 0 when every case passed, 1 otherwise, 77 without a GPU. */
+#include <stdio.h>
+
+#include <new>
+
+#include "bench/harness.h"
+#include "families/gemm/bench/gemm_ladder.h"
+
+namespace {
+
+kv_status run(kv_bench *b, const char *variant, const char *prec, const char *layout, const char *shape,
+              const char *backend, const kv_cuda_launch_override *ovr) {
+  char spec[256];
+  snprintf(spec, sizeof spec, "variant=%s precision=%s layout=%s shape=%s", variant, prec, layout, shape);
+  return kv_bench_case(b, "gemm", spec, backend, ovr);
+}
+
+kv_status bench(kv_bench *b) {
+  static const struct {
+    const char *shape, *layout, *prec;
+  } rows[] = {{"4096x4096x4096", "nn", "fp16:fp32"}, {"4096x4096x4096", "nn", "bf16:fp32"},
+              {"8192x8192x8192", "nn", "fp16:fp32"}, {"8192x8192x8192", "nn", "bf16:fp32"},
+              {"4096x4096x4096", "nn", "fp16:fp16"}, {"8192x8192x8192", "nn", "fp16:fp16"},
+              {"2048x2048x2048", "nn", "bf16:fp32"}, {"256x256x256", "nn", "bf16:fp32"},
+              {"1024x1024x1024", "nn", "fp16:fp16"}, {"4096x4096x4096", "nn", "bf16:bf16"},
+              {"8192x8192x8192", "tn", "bf16:fp32"}, {"8192x8192x8192", "nt", "bf16:fp32"},
+              {"1024x1024x1024", "nn", "fp16:fp32"}, {"1024x1024x1024", "nn", "bf16:fp32"},
+              {"16x8192x8192", "nn", "fp16:fp32"},   {"16x8192x8192", "nn", "bf16:fp32"}};
+  for (const auto &r : rows)
+    for (const char *v : {"cublas", "kval-wgmma", "kval-mma"})
+      KV_TRY(run(b, v, r.prec, r.layout, r.shape, nullptr, nullptr));
+  return KV_OK;
+}
+
+/* ---- the ladder: a rung's configuration on a copy of the family's prepared problem ---- */
+
+kv_status rung_prepare(const void *problem, const void *arg, void **state, const char **why) {
+  const kv_gemm_ladder_step *step = static_cast<const kv_gemm_ladder_step *>(arg);
+  const kv_gemm_problem *own = static_cast<const kv_gemm_problem *>(problem);
+  if (own->variant != KV_GEMM_WGMMA || own->g.prec.storage != KV_BF16 || own->g.prec.accum != KV_FP32 ||
+      own->g.a_t || own->g.b_t) {
+    *why = "gemm ladder: the rungs take a kval-wgmma bf16:fp32 nn problem";
+    return KV_ERR;
+  }
+  kv_gemm_problem *pr = new (std::nothrow) kv_gemm_problem(*own); /* kval-wgmma: no cuBLASLt plan to share */
+  KV_TRY(CHECK_ALLOC(pr));
+  if (step->prepare(pr) != KV_OK) {
+    delete pr;
+    return KV_ERR;
+  }
+  *state = pr;
+  return KV_OK;
+}
+
+kv_status rung_launch(const void *state, void *stream) {
+  return kv_gemm_launch(static_cast<const kv_gemm_problem *>(state), static_cast<cudaStream_t>(stream));
+}
+
+kv_status rung_resources(const void *state, kv_kernel_resources *r) {
+  return kv_gemm_resources(static_cast<const kv_gemm_problem *>(state), r);
+}
+
+void rung_release(void *state) { delete static_cast<kv_gemm_problem *>(state); }
+
+kv_status ladder(kv_bench *b) {
+  for (int i = 0; i < kv_gemm_ladder_count; ++i) {
+    const kv_gemm_ladder_step &step = kv_gemm_ladder[i];
+    const kv_cuda_launch_override ovr = {rung_prepare, rung_launch, rung_resources, rung_release, &step};
+    printf("ladder %s: %s\n", step.name, step.what);
+    KV_TRY(run(b, "kval-wgmma", "bf16:fp32", "nn", "8192x8192x8192", step.name, &ovr));
+  }
+  return KV_OK;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  static const kv_bench_command commands[] = {{"bench", bench}, {"ladder", ladder}, {nullptr, nullptr}};
+  return kv_bench_main("gemm", commands, argc, argv);
+}
