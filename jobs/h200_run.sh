@@ -6,9 +6,12 @@
 # UUIDs, fingerprints must agree), the same with an injected bitflip on the last rank (kval and
 # kval-analyze fleet must name it), optionally the bench (bench/device_run.sh all on GPU 0,
 # in the same build tree), and inputs/default.deck on one GPU until the deadline (a SIGTERM at
-# the deadline leaves a resumable file). Logs and files go to $OUT; a short table is printed last.
+# the deadline leaves a resumable file), an injected hang (the watchdog must end it with exit 3),
+# and the judge's margins of both files (jobs/run_stats.py). Logs and files go to $OUT; a short
+# table is printed last.
 #   bash jobs/h200_run.sh [SECONDS] [bench]      (default 560)
-# KVAL_RUN_CHECK=0 leaves out `make check` (a fleet re-check on another node kind);
+# KVAL_RUN_CHECK=0 leaves out `make check` (a fleet re-check on another node kind), and
+# KVAL_CHECK_TESTS="T1 T2 ..." runs only those tests of it (the GPU ones, say);
 # `bench` as the second argument, or KVAL_RUN_BENCH=1, runs the bench with KVAL_BENCH_SECONDS
 # of the budget (default 300; its CSV files, logs and tables under $OUT/bench).
 set -uo pipefail
@@ -51,7 +54,7 @@ if [ "${KVAL_RUN_CHECK:-1}" = 1 ] && [ "$check_s" -lt 60 ]; then
   table "make check: skipped (${check_s} s left for it; a larger budget, or KVAL_BENCH_SECONDS)"
 elif [ "${KVAL_RUN_CHECK:-1}" = 1 ]; then
   step make check
-  (cd build && timeout -s TERM "$check_s" make -j12 check) > "$L/check.log" 2>&1
+  (cd build && timeout -s TERM "$check_s" make -j12 check ${KVAL_CHECK_TESTS:+TESTS="$KVAL_CHECK_TESTS"}) > "$L/check.log" 2>&1
   grep -E '^(PASS|FAIL|SKIP|ERROR):' "$L/check.log"
   cp build/test-suite.log "$L/" 2>/dev/null
   for f in build/tests/gpu/*.log build/tests/system/sanitizer.log build/tests/system/check_spills.log \
@@ -78,6 +81,15 @@ python3 -m kval_analysis fleet "$OUT/flip.h5" > "$L/flip_analysis.txt" 2>&1; aco
 named=$(grep -c "FINGERPRINT MISMATCH.*rank $((ngpu - 1))" "$L/flip.log")
 table "bitflip@$((ngpu - 1)): kval exit $code (1 expected), mismatch lines naming rank $((ngpu - 1)): $named, kval-analyze fleet exit $acode (1 expected)"
 
+python3 jobs/run_stats.py "$OUT/fleet.h5" > "$OUT/fleet_stats.txt" 2>&1
+
+step "injected hang on rank 0 (the watchdog, 5 s)"
+t0=$(date +%s)
+timeout -s TERM 90 mpirun -np 1 "$K" --only layernorm --set run.watchdog=5 --inject hang@0:1 inputs/fleet.deck \
+  -o "$OUT/hang.h5" > "$L/hang.log" 2>&1
+code=$?
+table "hang@0:1: kval exit $code (3 expected) after $(( $(date +%s) - t0 )) s, timeout lines: $(grep -c 'timeout: ' "$L/hang.log")"
+
 if [ "$bench" = 1 ]; then
   step "bench/device_run.sh all ($bench_s s)"
   t=$(( bench_s < $(left) - 60 ? bench_s : $(left) - 60 ))
@@ -99,20 +111,7 @@ CUDA_VISIBLE_DEVICES=0 timeout -s TERM "$t" mpirun -np 1 "$K" inputs/default.dec
 code=$?
 tail -n 4 "$L/default.log"
 table "default.deck x1: exit $code after $(( $(date +%s) - t0 )) s ($(grep -E 'passed,' "$L/default.log" | tail -n1))"
-python3 - "$OUT/default.h5" >> "$OUT/table.txt" 2>&1 <<'PY'
-import sys, h5py, numpy as np
-f = h5py.File(sys.argv[1], "r")
-names = ["not_run", "pass", "fail_tol", "fail_nonfin", "skipped", "error"]
-for fam in ("fa2", "gemm", "layernorm", "rmsnorm"):
-    if fam not in f: continue
-    g = f[fam]; st = g["status"][...]
-    counts = {names[i]: int((st == i).sum()) for i in range(6) if (st == i).any()}
-    tf = g["tflops"][...]; gb = g["gbps"][...]; rf = g["ref_seconds"][...]; tm = g["time_median"][...]
-    print(f"{fam:9s} {counts}  max TFLOP/s {np.nanmax(tf) if np.isfinite(tf).any() else float('nan'):.1f}"
-          f"  max GB/s {np.nanmax(gb) if np.isfinite(gb).any() else float('nan'):.0f}"
-          f"  worst bound ratio {np.nanmax(g['max_bound_ratio'][...]) if np.isfinite(g['max_bound_ratio'][...]).any() else float('nan'):.3f}"
-          f"  ref s {np.nansum(rf):.1f}  kernel s {np.nansum(tm * g['reps'][...].clip(0)):.1f}")
-PY
+python3 jobs/run_stats.py "$OUT/default.h5" > "$OUT/default_stats.txt" 2>&1; cat "$OUT/default_stats.txt"
 python3 -m kval_analysis report "$OUT/default.h5" -o "$OUT/report" > "$L/report.log" 2>&1 &&
   tar czf "$OUT/report.tgz" -C "$OUT" report && rm -rf "$OUT/report"
 exit 0
