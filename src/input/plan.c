@@ -154,13 +154,24 @@ static int one_value(const kv_deck_entry *en, const char *expected, char *err, s
                   "%s.%s takes a single value, not %d", en->section, en->key, en->n_values);
 }
 
-/* A whole token as a number: 0 on success. */
+/* A whole token as a finite number: 0 on success, 1 when it is not a number, 2 when it
+ * overflows a double (1e999), 3 when it is nonzero but rounds to zero (1e-400). A value below
+ * the smallest normal double (1e-320) is kept as strtod rounds it: ERANGE on such an
+ * underflow is not an error. */
 static int to_double(const char *s, double *v) {
   char *end;
   errno = 0;
   *v = strtod(s, &end);
-  return *s && !*end && errno != ERANGE && isfinite(*v) ? 0 : -1;
+  if (!*s || *end || isnan(*v)) return 1;
+  if (isinf(*v)) return errno == ERANGE ? 2 : 1;
+  if (errno == ERANGE && *v == 0.0)
+    for (const char *p = s; p < end && *p != 'e' && *p != 'E'; p++)
+      if (*p >= '1' && *p <= '9') return 3;
+  return 0;
 }
+
+static const char *const number_problem[] = {"", "invalid value", "value out of range",
+                                             "value too small for a double (it would round to 0)"};
 static int to_ll(const char *s, long long *v) {
   char *end;
   errno = 0;
@@ -203,8 +214,9 @@ static int run_settings(const kv_deck *d, int have_seed, uint64_t seed, kv_run_s
       double v = 0;
       snprintf(expected, sizeof expected, "a number in %g..%g", rk->min, rk->max);
       if (one_value(en, expected, err, errlen)) return -1;
-      if (to_double(t->text, &v) || v < rk->min || v > rk->max)
-        return tok_err(err, errlen, en, t, expected, "invalid value");
+      int bad = to_double(t->text, &v);
+      if (bad || v < rk->min || v > rk->max)
+        return tok_err(err, errlen, en, t, expected, bad ? number_problem[bad] : "value out of range");
       *(double *)field = v;
     } else {
       snprintf(expected, sizeof expected, "flush or warm");
@@ -413,8 +425,9 @@ static int family_plan(const kv_deck *d, const kv_family *f, int index, kv_famil
     char expected[128];
     snprintf(expected, sizeof expected, "a number in %g..%g", pd->min, pd->max);
     if (one_value(en, expected, err, errlen) != 0) return -1;
-    if (to_double(en->values[0].text, &fp->param[k]) != 0)
-      return tok_err(err, errlen, en, &en->values[0], expected, "not a number");
+    int bad = to_double(en->values[0].text, &fp->param[k]);
+    if (bad == 1) return tok_err(err, errlen, en, &en->values[0], expected, "not a number");
+    if (bad) return tok_err(err, errlen, en, &en->values[0], expected, number_problem[bad]);
     if (fp->param[k] < pd->min || fp->param[k] > pd->max)
       return tok_err(err, errlen, en, &en->values[0], expected, "value out of range");
   }
