@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "core/escape.h"
 #include "input/cli.h"
 #include "input/deck.h"
 #include "run/inject.h"
@@ -22,6 +23,12 @@
 #include "run/runner.h"
 
 #define ERRLEN 2048
+
+/* A message to stderr with what the user typed in it escaped (core/escape.h). */
+static void print_error(const char *msg) {
+  static char shown[4096];
+  fprintf(stderr, "%s\n", kv_escape(msg, shown, sizeof shown));
+}
 
 /* All ranks agree on success: returns 1 when every rank's ok is nonzero. */
 static int all_ok(int ok) {
@@ -70,11 +77,24 @@ static int read_and_parse_deck(const kv_options *opt, int rank, kv_deck *deck, c
   return rc;
 }
 
-static const kv_backend *choose_backend(const kv_options *opt, char *err) {
+/* The backend of --backend, the same on every rank, or NULL with err set and *code the exit
+ * code: 2 when this kval was built without it, 3 when it cannot start on this machine. */
+/* --dry-run plans for the backend named, or with auto for the one a run would pick here
+ * (cuda when a GPU is visible), without starting it. */
+static const kv_backend *dry_run_backend(const kv_options *opt) {
+  if (strcmp(opt->backend, "auto") != 0) return kv_backend_find(opt->backend);
+  const kv_backend *be = kv_backend_select("auto");
+  return be && be->available() ? be : kv_backend_find("cpu");
+}
+
+static const kv_backend *choose_backend(const kv_options *opt, char *err, int *code) {
   const kv_backend *be = kv_backend_select(opt->backend);
+  *code = KV_EXIT_RUNTIME;
   if (!be) {
+    int built = kv_backend_find(opt->backend) != NULL;
     snprintf(err, ERRLEN, "kval: --backend %s: %s", opt->backend,
-             kv_backend_find(opt->backend) ? "not available" : "this kval was built without it (see --list)");
+             built ? "not available on this machine" : "this kval was built without it (see --list)");
+    if (!built) *code = KV_EXIT_USAGE;
   } else if (!be->available()) {
     snprintf(err, ERRLEN, "kval: --backend %s: not available on this machine (%s)", be->name,
              strcmp(be->name, "cuda") == 0 ? "no GPU visible" : "unavailable");
@@ -89,8 +109,10 @@ static const kv_backend *choose_backend(const kv_options *opt, char *err) {
   if (be && lo != hi) {
     snprintf(err, ERRLEN, "kval: --backend %s resolved to different backends on different ranks (some nodes have no GPU); "
              "choose --backend explicitly", opt->backend);
+    *code = KV_EXIT_USAGE;
     return NULL;
   }
+  if (lo == 0 && be) snprintf(err, ERRLEN, "kval: --backend %s: not available on every rank", be->name);
   return lo == 0 ? NULL : be;
 }
 
@@ -175,9 +197,9 @@ static int run_plan(int argc, char **argv, const kv_options *opt, const kv_backe
   kv_status st = opt->resume ? kv_output_resume(path, plan, deck, &meta, opt->retry_errors, MPI_COMM_WORLD, &out, &done)
                              : kv_output_create(path, opt->force, plan, deck, &meta, infos, MPI_COMM_WORLD, &out);
   free(infos);
-  if (!all_ok(st == KV_OK)) {
+  if (st != KV_OK) { /* the same status on every rank: refused (2) or could not be made (3) */
     be->finalize();
-    return KV_EXIT_USAGE;
+    return st == KV_REFUSED ? KV_EXIT_USAGE : KV_EXIT_RUNTIME;
   }
   kv_set_fatal_hook(kv_output_emergency_flush);
   if (rank == 0 && !opt->quiet)
@@ -211,7 +233,10 @@ int kv_app_run(int argc, char **argv) {
   static char err[ERRLEN];
   kv_options opt;
   if (kv_cli_parse(argc, argv, &opt, err, sizeof err) != 0) {
-    if (rank == 0) fprintf(stderr, "%s\nTry 'kval --help'.\n", err);
+    if (rank == 0) {
+      print_error(err);
+      fprintf(stderr, "Try 'kval --help'.\n");
+    }
     return KV_EXIT_USAGE;
   }
   if (opt.help || opt.version || opt.list) {
@@ -224,15 +249,16 @@ int kv_app_run(int argc, char **argv) {
   }
   kv_deck deck;
   if (!all_ok(read_and_parse_deck(&opt, rank, &deck, err) == 0)) {
-    if (rank == 0) fprintf(stderr, "%s\n", err);
+    if (rank == 0) print_error(err);
     return KV_EXIT_USAGE;
   }
-  const kv_backend *be = opt.dry_run ? kv_backend_find("cpu") : choose_backend(&opt, err);
-  if (opt.dry_run && strcmp(opt.backend, "auto") != 0) be = kv_backend_find(opt.backend);
+  int be_code = KV_EXIT_USAGE;
+  err[0] = '\0';
+  const kv_backend *be = opt.dry_run ? dry_run_backend(&opt) : choose_backend(&opt, err, &be_code);
   if (!be) {
-    if (rank == 0) fprintf(stderr, "%s\n", err[0] ? err : "kval: no backend");
+    if (rank == 0) print_error(err[0] ? err : "kval: no backend");
     kv_deck_free(&deck);
-    return KV_EXIT_USAGE;
+    return be_code;
   }
   kv_plan plan;
   int plan_ok = kv_plan_build(&deck, opt.only, be->name, opt.mode, opt.have_seed, opt.seed, &plan, err, sizeof err) == 0;
@@ -241,26 +267,23 @@ int kv_app_run(int argc, char **argv) {
     kv_plan_free(&plan);
   }
   if (!all_ok(plan_ok)) {
-    if (rank == 0) fprintf(stderr, "%s\n", err);
+    if (rank == 0) print_error(err);
     kv_deck_free(&deck);
     return KV_EXIT_USAGE;
   }
-  int code;
-  if (opt.dry_run) {
+  /* The output is checked before anything starts, for --dry-run too (what the run would
+   * refuse, --dry-run refuses); creation checks it again. */
+  int code = KV_EXIT_PASS;
+  if (rank == 0 && (opt.output || opt.resume)) {
+    kv_status st = kv_output_check_target(opt.resume ? opt.resume : opt.output, opt.force, opt.resume != NULL,
+                                          opt.deck_path);
+    code = st == KV_OK ? KV_EXIT_PASS : st == KV_REFUSED ? KV_EXIT_USAGE : KV_EXIT_RUNTIME;
+  }
+  if (MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
+  if (code == KV_EXIT_PASS && opt.dry_run) {
     if (rank == 0) kv_plan_print(&plan, nranks, stdout);
-    code = KV_EXIT_PASS;
-  } else {
-    const char *target = opt.resume ? NULL : opt.output;
-    int exists = rank == 0 && target && !opt.force && access(target, F_OK) == 0;
-    if (MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
-    if (exists) {
-      if (rank == 0)
-        fprintf(stderr, "kval: output file '%s' exists; use --force to overwrite it or --resume %s to continue it\n",
-                target, target);
-      code = KV_EXIT_USAGE;
-    } else {
-      code = run_plan(argc, argv, &opt, be, &plan, &deck, rank, nranks);
-    }
+  } else if (code == KV_EXIT_PASS) {
+    code = run_plan(argc, argv, &opt, be, &plan, &deck, rank, nranks);
   }
   kv_plan_free(&plan);
   kv_deck_free(&deck);

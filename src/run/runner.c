@@ -253,6 +253,7 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
     if (have) {
       size_t ci = mine[round];
       run_case(p, ci, be, info, inj, n_inj, rank, &r);
+      kv_output_journal(o, &r); /* durable before it is reported or handed to the writer */
       status[ci] = (signed char)r.status;
       fps[ci] = r.fingerprint;
       count_status(sum, r.status);

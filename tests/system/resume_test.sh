@@ -54,12 +54,15 @@ EOF
 # message, as a backend failure leaves them. The fleet comparison goes back to its fill
 # and `complete` to 0, as after an interruption.
 reset() {
-  "$PYTHON" - "$1" "$2" <<'EOF'
+  "$PYTHON" - "$1" "$2" "$top_srcdir/tests/system" <<'EOF'
 import sys
 import h5py
 import numpy as np
 path, mode = sys.argv[1], sys.argv[2]
-fill = {"fingerprint": 0, "hist": 0, "message": b"", "fp_agrees": 2, "fp_distinct": 0, "fp_majority": 0}
+sys.path.insert(0, sys.argv[3])
+import kvrows
+fill = {"fingerprint": 0, "checksum": 0, "hist": 0, "message": b"", "fp_agrees": 2, "fp_distinct": 0,
+        "fp_majority": 0}
 with h5py.File(path, "r+") as f:
     f.attrs["complete"] = 0
     for name, g in f.items():
@@ -90,6 +93,9 @@ with h5py.File(path, "r+") as f:
             msg = g["message"][...]
             msg[pick] = b"simulated backend error"
             g["message"][...] = msg
+            sums = g["checksum"][...]
+            sums[pick] = kvrows.group_checksums(g)[pick]  # as kval writes an error row
+            g["checksum"][...] = sums
 EOF
 }
 
