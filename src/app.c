@@ -17,6 +17,7 @@
 #include "input/cli.h"
 #include "input/deck.h"
 #include "run/inject.h"
+#include "run/progress.h"
 #include "output/meta.h"
 #include "output/output.h"
 #include "input/plan.h"
@@ -162,6 +163,13 @@ static int exit_code(const kv_run_summary *s, int rank, const char *path) {
   return KV_EXIT_PASS;
 }
 
+/* The open output while rank 0 waits for the other ranks (kv_progress_begin). */
+static kv_output *waiting_output;
+static void write_arrived_rows(void) {
+  if (waiting_output && kv_output_poll(waiting_output) != KV_OK)
+    KV_FATAL("writing results to the output file failed; finished cases up to the last flush are kept");
+}
+
 /* Bind, initialise the backend, open the file, run, close. */
 static int run_plan(int argc, char **argv, const kv_options *opt, const kv_backend *be, const kv_plan *plan,
                     const kv_deck *deck, int rank, int nranks) {
@@ -196,19 +204,25 @@ static int run_plan(int argc, char **argv, const kv_options *opt, const kv_backe
   unsigned char *done = NULL;
   kv_status st = opt->resume ? kv_output_resume(path, plan, deck, &meta, opt->retry_errors, MPI_COMM_WORLD, &out, &done)
                              : kv_output_create(path, opt->force, plan, deck, &meta, infos, MPI_COMM_WORLD, &out);
-  free(infos);
   if (st != KV_OK) { /* the same status on every rank: refused (2) or could not be made (3) */
+    free(infos);
     be->finalize();
     return st == KV_REFUSED ? KV_EXIT_USAGE : KV_EXIT_RUNTIME;
   }
   kv_set_fatal_hook(kv_output_emergency_flush);
+  waiting_output = out;
+  kv_progress_begin(plan, infos, MPI_COMM_WORLD, strcmp(kv_output_flavour(), "serial") == 0, write_arrived_rows);
+  kv_output_set_idle(out, kv_progress_poll);
   if (rank == 0 && !opt->quiet)
     fprintf(stderr, "kval: %zu cases on %d ranks (%s mode, %s backend, %s HDF5) -> %s\n", plan->n_cases, nranks,
             plan->mode == KV_MODE_FLEET ? "fleet" : "split", be->name, kv_output_flavour(), path);
   kv_run_summary sum;
   st = kv_runner_run(plan, opt, be, &info, out, done, MPI_COMM_WORLD, &sum);
   free(done);
+  waiting_output = NULL;
   if (kv_output_close(out) != KV_OK) st = KV_ERR;
+  kv_progress_end();
+  free(infos);
   kv_set_fatal_hook(NULL);
   be->finalize();
   int code = exit_code(&sum, rank, path);

@@ -20,36 +20,39 @@
 #define LIST_LEN 512               /* room for "one of: ..." lists in messages */
 
 /* Keys of the [run] section. */
-typedef enum { RUN_U64, RUN_INT, RUN_DOUBLE, RUN_FLUSH } run_kind;
+typedef enum { RUN_U64, RUN_INT, RUN_DOUBLE, RUN_CHOICE } run_kind;
 typedef struct {
   const char *name;
   run_kind kind;
   size_t offset; /* into kv_run_settings */
   double min, max;
+  const char *yes, *no; /* RUN_CHOICE: the words for 1 and 0 */
 } run_key;
 
 static const run_key run_keys[] = {
-    {"seed", RUN_U64, offsetof(kv_run_settings, seed), 0, 0},
-    {"warmup", RUN_INT, offsetof(kv_run_settings, warmup), 0, 1e6},
-    {"min_reps", RUN_INT, offsetof(kv_run_settings, min_reps), 1, 1e7},
-    {"max_reps", RUN_INT, offsetof(kv_run_settings, max_reps), 1, 1e7},
-    {"rse_target", RUN_DOUBLE, offsetof(kv_run_settings, rse_target), 0, 1},
-    {"time_cap", RUN_DOUBLE, offsetof(kv_run_settings, time_cap), 0, 3600},
-    {"l2_flush", RUN_FLUSH, offsetof(kv_run_settings, l2_flush), 0, 0},
-    {"cpu_ref_budget", RUN_DOUBLE, offsetof(kv_run_settings, cpu_ref_budget), 0, 1e18},
-    {"sample_rows", RUN_INT, offsetof(kv_run_settings, sample_rows), 2, 1e9},
-    {"tol_c1", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.c1), 0, 1e9},
-    {"tol_c2", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.c2), 0, 1e9},
-    {"tol_abs_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.abs_floor), 0, 1e30},
-    {"tol_rel_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.rel_floor), 0, 1e30},
-    {"flush_interval", RUN_DOUBLE, offsetof(kv_run_settings, flush_interval), 0, 86400},
+    {"seed", RUN_U64, offsetof(kv_run_settings, seed), 0, 0, NULL, NULL},
+    {"warmup", RUN_INT, offsetof(kv_run_settings, warmup), 0, 1e6, NULL, NULL},
+    {"min_reps", RUN_INT, offsetof(kv_run_settings, min_reps), 1, 1e7, NULL, NULL},
+    {"max_reps", RUN_INT, offsetof(kv_run_settings, max_reps), 1, 1e7, NULL, NULL},
+    {"rse_target", RUN_DOUBLE, offsetof(kv_run_settings, rse_target), 0, 1, NULL, NULL},
+    {"time_cap", RUN_DOUBLE, offsetof(kv_run_settings, time_cap), 0, 3600, NULL, NULL},
+    {"l2_flush", RUN_CHOICE, offsetof(kv_run_settings, l2_flush), 0, 0, "flush", "warm"},
+    {"cpu_ref_budget", RUN_DOUBLE, offsetof(kv_run_settings, cpu_ref_budget), 0, 1e18, NULL, NULL},
+    {"sample_rows", RUN_INT, offsetof(kv_run_settings, sample_rows), 2, 1e9, NULL, NULL},
+    {"tol_c1", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.c1), 0, 1e9, NULL, NULL},
+    {"tol_c2", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.c2), 0, 1e9, NULL, NULL},
+    {"tol_abs_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.abs_floor), 0, 1e30, NULL, NULL},
+    {"tol_rel_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.rel_floor), 0, 1e30, NULL, NULL},
+    {"flush_interval", RUN_DOUBLE, offsetof(kv_run_settings, flush_interval), 0, 86400, NULL, NULL},
+    {"stall_timeout", RUN_DOUBLE, offsetof(kv_run_settings, stall_timeout), 0, 1e6, NULL, NULL},
+    {"on_stall", RUN_CHOICE, offsetof(kv_run_settings, stall_abort), 0, 0, "abort", "wait"},
 };
 #define N_RUN_KEYS (int)(sizeof run_keys / sizeof run_keys[0])
 #define N_TOL_KEYS 4
 
 static const kv_run_settings run_defaults = {
     .seed = 1, .warmup = 2, .min_reps = 5, .max_reps = 200, .rse_target = 0.005, .time_cap = 1.0,
-    .l2_flush = 1, .cpu_ref_budget = 2e9, .sample_rows = 64, .flush_interval = 2.0};
+    .l2_flush = 1, .cpu_ref_budget = 2e9, .sample_rows = 64, .flush_interval = 2.0, .stall_timeout = 30.0};
 
 /* "FILE:LINE:COL: error: WHAT (got 'TOKEN'; expected VALID)"; line 0 drops LINE:COL. */
 static int plan_err(char *err, size_t errlen, const char *file, int line, int col, const char *got,
@@ -219,11 +222,11 @@ static int run_settings(const kv_deck *d, int have_seed, uint64_t seed, kv_run_s
         return tok_err(err, errlen, en, t, expected, bad ? number_problem[bad] : "value out of range");
       *(double *)field = v;
     } else {
-      snprintf(expected, sizeof expected, "flush or warm");
+      snprintf(expected, sizeof expected, "%s or %s", rk->yes, rk->no);
       if (one_value(en, expected, err, errlen)) return -1;
-      if (strcmp(t->text, "flush") != 0 && strcmp(t->text, "warm") != 0)
+      if (strcmp(t->text, rk->yes) != 0 && strcmp(t->text, rk->no) != 0)
         return tok_err(err, errlen, en, t, expected, "invalid value");
-      *(int *)field = strcmp(t->text, "flush") == 0;
+      *(int *)field = strcmp(t->text, rk->yes) == 0;
     }
   }
   if (rs->max_reps < rs->min_reps) {

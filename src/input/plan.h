@@ -47,6 +47,8 @@ typedef struct {
   int has_tol_override;
   kv_tolerance tol_override; /* c1, c2, abs_floor, rel_floor from [run] when given */
   double flush_interval;  /* seconds between file flushes */
+  double stall_timeout;   /* rank 0 names a rank silent this long past its case's estimate; 0: never */
+  int stall_abort;        /* on_stall: 1 abort the job, 0 wait (default) */
 } kv_run_settings;
 
 typedef struct {

@@ -87,6 +87,10 @@ kv_status kv_output_kept(kv_output *o, const unsigned char *done, signed char *s
  * flavour). Flushes when the flush interval has passed. */
 kv_status kv_output_write(kv_output *o, const kv_result *r, int *stop);
 
+/* Not collective: serial flavour, rank 0: write the rows that have arrived from the other
+ * ranks and flush when due (while rank 0 waits for them); otherwise nothing. */
+kv_status kv_output_poll(kv_output *o);
+
 /* Collective: write the fleet fingerprint comparison (n cases, significant on rank 0). */
 kv_status kv_output_fingerprints(kv_output *o, const kv_fp_case *fp, size_t n);
 

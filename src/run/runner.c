@@ -14,6 +14,7 @@
 
 #include "run/fleet.h"
 #include "run/inject.h"
+#include "run/progress.h"
 #include "numerics/errstats.h"
 #include "numerics/fingerprint.h"
 #include "numerics/rng.h"
@@ -250,6 +251,7 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
      * rounds and the final collectives, so nothing is lost and no rank hangs; it ends
      * through the fatal path once the file is closed (app.c). */
     int have = round < n_mine && !stop_signal && !kv_fatal_pending();
+    kv_progress_case(have ? (long long)mine[round] : KV_PROGRESS_IDLE); /* rank 0 watches for stalled ranks */
     if (have) {
       size_t ci = mine[round];
       run_case(p, ci, be, info, inj, n_inj, rank, &r);
@@ -274,6 +276,7 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
       break;
     }
   }
+  kv_progress_case(KV_PROGRESS_IDLE); /* serial HDF5: rank 0 waits here for the others, watching them */
   if (rank == 0 && !opt->quiet) print_progress(&pg, 1);
   free(mine);
   /* A signal may reach some ranks only: agree before the collective comparison. */

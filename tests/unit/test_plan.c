@@ -257,7 +257,7 @@ static void test_errors(void) {
                "expected one of precision, n, mode, scale)");
   expect_error("[alpha]\n[run]\nseeds = 1\n", NULL, NULL, "d.deck:3:1: error: unknown key 'seeds' in [run]",
                "seed, warmup, min_reps, max_reps, rse_target, time_cap, l2_flush, cpu_ref_budget, sample_rows, "
-               "tol_c1, tol_c2, tol_abs_floor, tol_rel_floor, flush_interval)");
+               "tol_c1, tol_c2, tol_abs_floor, tol_rel_floor, flush_interval, stall_timeout, on_stall)");
   expect_error("[beta]\nshape = s\n[alpha]\nfoo = 1\n", NULL, "beta", "d.deck:4:1: error: unknown key 'foo'",
                "in [alpha]");
   const char *set_bad_key[] = {"alpha.size=4", NULL};
