@@ -146,17 +146,27 @@ static int check_injects(const kv_options *opt, const kv_plan *plan, int nranks,
   return 0;
 }
 
-static int exit_code(const kv_run_summary *s, int rank, const char *path) {
+/* The summary line counts results (one per case and rank that ran it), says how they relate
+ * to the plan's cases, and counts the cells the plan skipped apart from those skipped at run
+ * time; then the exit code. */
+static int exit_code(const kv_run_summary *s, const kv_plan *plan, int rank, int nranks, const char *path) {
   int local[5] = {s->n_pass, s->n_fail, s->n_error, s->n_skipped, s->interrupted_by}, total[5];
   MPI_Allreduce(local, total, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&local[4], &total[4], 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  size_t plan_skipped = 0;
+  for (int f = 0; f < plan->n_fam; f++) plan_skipped += plan->fam[f].n_skipped;
+  int fleet = plan->mode == KV_MODE_FLEET;
+  char shown[1024];
+  kv_escape(path, shown, sizeof shown);
   if (rank == 0)
-    fprintf(stderr, "kval: %d passed, %d failed, %d errors, %d skipped; %d fingerprint disagreements%s\n", total[0],
-            total[1], total[2], total[3], s->fingerprint_disagreements,
+    fprintf(stderr, "kval: %zu cases %s %d rank%s, %d results: %d passed, %d failed, %d errors, %d skipped at run time; "
+            "%zu grid cells skipped by the plan (see --dry-run); %d fingerprint disagreements%s\n", plan->n_cases,
+            fleet ? "on each of" : "split over", nranks, nranks == 1 ? "" : "s", total[0] + total[1] + total[2] + total[3],
+            total[0], total[1], total[2], total[3], plan_skipped, s->fingerprint_disagreements,
             total[4] ? "; interrupted: the file is resumable with --resume" : "");
   if (total[4] && rank == 0)
     fprintf(stderr, "kval: interrupted by %s: %s holds every finished case; finish it with the same command and "
-            "--resume %s\n", total[4] == SIGINT ? "SIGINT" : "SIGTERM", path, path);
+            "--resume %s\n", total[4] == SIGINT ? "SIGINT" : "SIGTERM", shown, shown);
   if (total[4]) return total[4] == SIGINT ? KV_EXIT_SIGINT : KV_EXIT_SIGTERM;
   if (total[1] || s->fingerprint_disagreements) return KV_EXIT_FAIL;
   if (total[2]) return KV_EXIT_RUNTIME;
@@ -213,9 +223,11 @@ static int run_plan(int argc, char **argv, const kv_options *opt, const kv_backe
   waiting_output = out;
   kv_progress_begin(plan, infos, MPI_COMM_WORLD, strcmp(kv_output_flavour(), "serial") == 0, write_arrived_rows);
   kv_output_set_idle(out, kv_progress_poll);
+  char shown[1024];
+  kv_escape(path, shown, sizeof shown);
   if (rank == 0 && !opt->quiet)
     fprintf(stderr, "kval: %zu cases on %d ranks (%s mode, %s backend, %s HDF5) -> %s\n", plan->n_cases, nranks,
-            plan->mode == KV_MODE_FLEET ? "fleet" : "split", be->name, kv_output_flavour(), path);
+            plan->mode == KV_MODE_FLEET ? "fleet" : "split", be->name, kv_output_flavour(), shown);
   kv_run_summary sum;
   st = kv_runner_run(plan, opt, be, &info, out, done, MPI_COMM_WORLD, &sum);
   free(done);
@@ -225,9 +237,9 @@ static int run_plan(int argc, char **argv, const kv_options *opt, const kv_backe
   free(infos);
   kv_set_fatal_hook(NULL);
   be->finalize();
-  int code = exit_code(&sum, rank, path);
+  int code = exit_code(&sum, plan, rank, nranks, path);
   if (!all_ok(st == KV_OK)) code = KV_EXIT_RUNTIME;
-  if (rank == 0 && !opt->quiet) fprintf(stderr, "kval: results in %s\n", path);
+  if (rank == 0 && !opt->quiet) fprintf(stderr, "kval: results in %s\n", shown);
   /* A fatal device error ends its rank only now, after every collective and the close. */
   if (kv_fatal_pending())
     KV_FATAL("%s; this rank stopped running cases there, its case is recorded with status error, and %s holds "
@@ -269,13 +281,17 @@ int kv_app_run(int argc, char **argv) {
   int be_code = KV_EXIT_USAGE;
   err[0] = '\0';
   const kv_backend *be = opt.dry_run ? dry_run_backend(&opt) : choose_backend(&opt, err, &be_code);
-  if (!be) {
+  /* --dry-run --backend cuda plans by name in a kval built without CUDA (a login node). */
+  const char *be_name = be ? be->name : opt.dry_run && strcmp(opt.backend, "cuda") == 0 ? "cuda" : NULL;
+  if (!be_name) {
     if (rank == 0) print_error(err[0] ? err : "kval: no backend");
     kv_deck_free(&deck);
     return be_code;
   }
+  if (!be && rank == 0)
+    fprintf(stderr, "kval: note: this kval was built without the cuda backend; the plan is made for it by name\n");
   kv_plan plan;
-  int plan_ok = kv_plan_build(&deck, opt.only, be->name, opt.mode, opt.have_seed, opt.seed, &plan, err, sizeof err) == 0;
+  int plan_ok = kv_plan_build(&deck, opt.only, be_name, opt.mode, opt.have_seed, opt.seed, &plan, err, sizeof err) == 0;
   if (plan_ok && check_injects(&opt, &plan, nranks, err) != 0) {
     plan_ok = 0;
     kv_plan_free(&plan);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "input/estimate.h"
 #include "numerics/rng.h"
 
 /* Cells of one family's grid: a million kernel runs is far beyond any job, and expanding the
@@ -219,7 +220,7 @@ static int run_settings(const kv_deck *d, int have_seed, uint64_t seed, kv_run_s
       if (one_value(en, expected, err, errlen)) return -1;
       int bad = to_double(t->text, &v);
       if (bad || v < rk->min || v > rk->max)
-        return tok_err(err, errlen, en, t, expected, bad ? number_problem[bad] : "value out of range");
+        return tok_err(err, errlen, en, t, expected, bad ? number_problem[bad] : "invalid value");
       *(double *)field = v;
     } else {
       snprintf(expected, sizeof expected, "%s or %s", rk->yes, rk->no);
@@ -462,9 +463,8 @@ static void fill_case(const kv_family_plan *fp, size_t cell, kv_case *c) {
 }
 
 static double estimate_seconds(const kv_case *c) {
-  kv_cost cost = {0};
-  c->fp->family->cost(c, &cost);
-  return cost.flops / 50e12 + cost.bytes / 2e12 + 1e-4;
+  static const kv_run_settings none = {0};
+  return kv_estimate_case(c, c->fp->run ? c->fp->run : &none, c->fp->on_gpu);
 }
 
 void kv_plan_case_at(const kv_family_plan *fp, size_t cell, uint64_t seed, kv_case *c) {
@@ -516,6 +516,8 @@ int kv_plan_build(const kv_deck *d, const char *only, const char *backend, kv_mo
     return -1;
   for (int i = 0; kv_families[i]; i++) {
     if (!selected[i]) continue;
+    p->fam[p->n_fam].run = &p->run;
+    p->fam[p->n_fam].on_gpu = strcmp(backend, "cpu") != 0;
     if (family_plan(d, kv_families[i], i, &p->fam[p->n_fam++], err, errlen) != 0) {
       kv_plan_free(p);
       return -1;

@@ -32,10 +32,12 @@ typedef struct kv_family_plan {
   size_t n_cells;                /* product of the axis lengths */
   const char **skip_reason;      /* per cell: NULL when valid, else why it is skipped */
   size_t n_valid, n_skipped;
+  const struct kv_run_settings_s *run; /* the plan's [run] settings and backend, for estimates */
+  int on_gpu;
 } kv_family_plan;
 
 /* Settings of the [run] section (keys documented in inputs/README.md). */
-typedef struct {
+typedef struct kv_run_settings_s {
   uint64_t seed;
   int warmup;             /* untimed launches before timing */
   int min_reps, max_reps; /* repetition bounds of the timing loop */
