@@ -64,7 +64,7 @@ void kv_journal_append(kv_output *o, const kv_result *r) {
   kv_row_from_result(r, rec + HEADER);
   put(rec + HEADER + KV_ROW_BYTES, kv_fingerprint(rec, HEADER + KV_ROW_BYTES), 8);
   ssize_t n = write(o->journal_fd, rec, sizeof rec);
-  if (n != (ssize_t)sizeof rec) disable(o, n < 0 ? strerror(errno) : "short write");
+  if (n != (ssize_t)sizeof rec) disable(o, n < 0 ? strerror(errno) : "short write (is the disk full?)");
   else if (fdatasync(o->journal_fd) != 0 && errno != EINVAL) disable(o, strerror(errno));
 }
 

@@ -10,19 +10,23 @@
  * current case ends. */
 #include "run/progress.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/check.h"
+#include "core/timing.h"
 
 #define MAX_PENDING 64
 #define NOT_STARTED (KV_PROGRESS_IDLE - 1) /* rank 0's view of a rank before its first report */
 
 typedef struct {
-  double since;       /* MPI_Wtime of the last report */
-  double warned;      /* MPI_Wtime of the last warning, 0: none */
+  double since;       /* kv_wtime of the last report */
+  double warned;      /* kv_wtime of the last warning, 0: none */
   long long current;  /* plan case it is running, KV_PROGRESS_IDLE when done, NOT_STARTED */
 } rank_state;
 
@@ -38,7 +42,34 @@ static struct {
   int n_pending;
   int wait_at_idle;   /* rank 0 waits for the others once it has no case left */
   void (*waiting)(void);
+  /* rank 0's watchdog thread; the mutex guards ranks[], polled, own_case and dog_warned */
+  pthread_t watchdog;
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  int watching, quit;
+  double polled, dog_warned;
+  long long own_case;
 } pg;
+
+static void watchdog_check(double now);
+
+static void *watchdog_main(void *unused) {
+  (void)unused;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL); /* SIGINT/SIGTERM stay with the main thread */
+  pthread_mutex_lock(&pg.lock);
+  while (!pg.quit) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 250000000;
+    if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+    pthread_cond_timedwait(&pg.wake, &pg.lock, &until);
+    if (!pg.quit) watchdog_check(kv_wtime());
+  }
+  pthread_mutex_unlock(&pg.lock);
+  return NULL;
+}
 
 void kv_progress_begin(const kv_plan *p, const kv_rank_info *infos, MPI_Comm comm, int wait_at_idle,
                        void (*waiting)(void)) {
@@ -54,8 +85,14 @@ void kv_progress_begin(const kv_plan *p, const kv_rank_info *infos, MPI_Comm com
   if (pg.rank == 0) {
     pg.ranks = KV_CALLOC((size_t)pg.nranks, sizeof *pg.ranks);
     if (!pg.ranks) KV_FATAL("out of memory");
-    double now = MPI_Wtime();
+    double now = kv_wtime();
     for (int r = 0; r < pg.nranks; r++) pg.ranks[r] = (rank_state){now, 0, NOT_STARTED};
+    pg.polled = now;
+    pg.own_case = NOT_STARTED;
+    pthread_mutex_init(&pg.lock, NULL);
+    pthread_cond_init(&pg.wake, NULL);
+    pg.watching = p->run.stall_timeout > 0 && pg.nranks > 1 &&
+                  pthread_create(&pg.watchdog, NULL, watchdog_main, NULL) == 0;
   }
   pg.active = 1;
 }
@@ -63,7 +100,7 @@ void kv_progress_begin(const kv_plan *p, const kv_rank_info *infos, MPI_Comm com
 /* Rank 0: a rank that has run its case for too long is named (or the job aborted). */
 static void check_deadlines(void) {
   const kv_run_settings *rs = &pg.plan->run;
-  double now = MPI_Wtime();
+  double now = kv_wtime();
   for (int r = 1; rs->stall_timeout > 0 && r < pg.nranks; r++) {
     rank_state *s = &pg.ranks[r];
     if (s->current == KV_PROGRESS_IDLE) continue;
@@ -81,15 +118,50 @@ static void check_deadlines(void) {
     else
       snprintf(msg, sizeof msg, "rank %d (host %s, device %s, %s) has not reported progress for %.0f s: it has not started "
                "its first case", r, in->host, in->device_name, in->uuid, silent);
-    if (rs->stall_abort) KV_FATAL("%s; [run] on_stall = abort: ending the job", msg);
+    if (rs->stall_abort) {
+      pthread_mutex_unlock(&pg.lock);
+      KV_FATAL("%s; [run] on_stall = abort: ending the job", msg);
+    }
     fprintf(stderr, "kval: warning: %s; waiting for it ([run] on_stall = wait; stall_timeout = %g s)\n", msg,
             rs->stall_timeout);
     fflush(stderr);
   }
 }
 
+/* Watchdog thread, lock held: rank 0 has not polled for longer than the deadline of its own
+ * case: it is stuck waiting for a rank that has stopped (or in a case far slower than its
+ * estimate). The ranks that have not finished are named. */
+static void watchdog_check(double now) {
+  const kv_run_settings *rs = &pg.plan->run;
+  const kv_case *own = pg.own_case >= 0 ? &pg.plan->cases[pg.own_case] : NULL;
+  double stuck = now - pg.polled, allowed = rs->stall_timeout + (own ? 2.0 * own->est_seconds : 0.0);
+  if (stuck < allowed || (pg.dog_warned && now - pg.dog_warned < rs->stall_timeout)) return;
+  pg.dog_warned = now;
+  char who[2048] = "";
+  int n = 0;
+  for (int r = 1; r < pg.nranks; r++) {
+    const rank_state *s = &pg.ranks[r];
+    if (s->current == KV_PROGRESS_IDLE) continue;
+    size_t len = strlen(who);
+    if (len + 200 < sizeof who)
+      snprintf(who + len, sizeof who - len, "%srank %d (host %s, device %s, %s, last report %.0f s ago: %s %lld)",
+               n ? "; " : "", r, pg.infos[r].host, pg.infos[r].device_name, pg.infos[r].uuid, now - s->since,
+               s->current >= 0 ? "case" : "before its first case", s->current >= 0 ? s->current : 0LL);
+    n++;
+  }
+  fprintf(stderr, "kval: warning: rank 0 has waited %.0f s inside a step every rank takes together (a collective "
+          "write) without getting back to check on the others: a rank has stopped; %s %s%s\n", stuck,
+          n == 1 ? "it is" : "it is one of", n ? who : "(every rank reported its last case done)",
+          rs->stall_abort ? "; [run] on_stall = abort: ending the job (exit 3)" : "; waiting for it ([run] on_stall = wait)");
+  fflush(stderr);
+  if (rs->stall_abort) _exit(KV_EXIT_RUNTIME); /* no MPI call from this thread: mpirun ends the others */
+}
+
 void kv_progress_poll(void) {
   if (!pg.active || pg.rank != 0) return;
+  pthread_mutex_lock(&pg.lock);
+  pg.polled = kv_wtime();
+  pg.dog_warned = 0;
   for (;;) {
     int flag = 0;
     MPI_Status st;
@@ -100,10 +172,11 @@ void kv_progress_poll(void) {
       KV_FATAL("progress reports failed");
     rank_state *s = &pg.ranks[st.MPI_SOURCE];
     if (s->warned)
-      fprintf(stderr, "kval: rank %d reports progress again after %.0f s\n", st.MPI_SOURCE, MPI_Wtime() - s->since);
-    *s = (rank_state){MPI_Wtime(), 0, v};
+      fprintf(stderr, "kval: rank %d reports progress again after %.0f s\n", st.MPI_SOURCE, kv_wtime() - s->since);
+    *s = (rank_state){kv_wtime(), 0, v};
   }
   check_deadlines();
+  pthread_mutex_unlock(&pg.lock);
 }
 
 /* Reclaim completed sends; with every slot busy, wait for the oldest. */
@@ -126,6 +199,9 @@ void kv_progress_case(long long ci) {
   if (!pg.active || ci == pg.sent) return;
   pg.sent = ci;
   if (pg.rank == 0) {
+    pthread_mutex_lock(&pg.lock);
+    pg.own_case = ci;
+    pthread_mutex_unlock(&pg.lock);
     kv_progress_poll();
     for (int r = 1; pg.wait_at_idle && ci == KV_PROGRESS_IDLE && r < pg.nranks; r++) {
       const struct timespec pause = {0, 1000000};
@@ -162,6 +238,15 @@ void kv_progress_end(void) {
         pg.ranks[r].current = v;
       }
     }
+    if (pg.watching) {
+      pthread_mutex_lock(&pg.lock);
+      pg.quit = 1;
+      pthread_cond_signal(&pg.wake);
+      pthread_mutex_unlock(&pg.lock);
+      pthread_join(pg.watchdog, NULL);
+    }
+    pthread_cond_destroy(&pg.wake);
+    pthread_mutex_destroy(&pg.lock);
     free(pg.ranks);
   }
   pg.active = 0;
