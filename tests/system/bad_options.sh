@@ -73,6 +73,31 @@ bad "output file '$tmp/exists.h5' exists; use --force" $k "$deck" -o "$tmp/exist
 bad "is a directory; give a file name with -o" $k --force "$deck" -o "$tmp"
 bad "cannot read the deck: Is a directory" $k "$tmp" -o "$out"
 bad "cannot open the deck: No such file or directory" $k "$tmp/none.deck" -o "$out"
+# Outputs that are not regular files, or are the input, are refused even with --force and
+# left as they are; a deck that is not a regular file is refused at once (a FIFO used to
+# block kval forever; `limit` above catches a hang).
+mkfifo "$tmp/fifo"
+ln -s "$tmp/exists.h5" "$tmp/link.h5"
+cp "$deck" "$tmp/deck.deck" && ln "$tmp/deck.deck" "$tmp/deck.hardlink"
+bad "output file '/dev/null' is a character device, not a regular file" $k --force "$deck" -o /dev/null
+[ -c /dev/null ] || { failures=$((failures + 1)); echo "FAIL: /dev/null is no longer a character device"; }
+bad "output file '$tmp/fifo' is a FIFO (named pipe), not a regular file" $k --force "$deck" -o "$tmp/fifo"
+bad "output file '$tmp/link.h5' is a symbolic link, not a regular file" $k --force "$deck" -o "$tmp/link.h5"
+bad "output file '$tmp/deck.deck' is the deck '$tmp/deck.deck'" $k --force "$tmp/deck.deck" -o "$tmp/deck.deck"
+bad "output file '$tmp/deck.hardlink' is the deck" $k --force "$tmp/deck.deck" -o "$tmp/deck.hardlink"
+cmp -s "$deck" "$tmp/deck.deck" || { failures=$((failures + 1)); echo "FAIL: the deck was written over"; }
+bad "the deck is a FIFO (named pipe), not a regular file" $k "$tmp/fifo" -o "$out"
+bad "the deck is a character device, not a regular file" $k /dev/zero -o "$out"
+bad "output file '/dev/null' is a character device, not a regular file: kval writes only regular files (give another file name with --resume)" $k "$deck" --resume /dev/null
+# --dry-run refuses what the run would refuse.
+bad "output file '$tmp/exists.h5' exists; use --force" $k --dry-run "$deck" -o "$tmp/exists.h5"
+bad "output file '/dev/null' is a character device" $k --dry-run --force "$deck" -o /dev/null
+bad "--resume $tmp/none.h5: No such file or directory" $k --dry-run "$deck" --resume "$tmp/none.h5"
+# What the user typed is shown escaped: a right-to-left override is \u{202e}, never raw.
+bad "--mode: invalid value 'fleet\u{202e}'" $k --mode "$(printf 'fleet\342\200\256')" "$deck" -o "$out"
+if grep -q "$(printf '\342\200\256')" "$tmp/log"; then failures=$((failures + 1)); echo "FAIL: a raw U+202E in the message"; fi
+bad "output file '$tmp/exists.h5\u{200b}' is a directory" $k "$deck" -o "$(mkdir "$tmp/exists.h5$(printf '\342\200\213')" && printf '%s' "$tmp/exists.h5")$(printf '\342\200\213')"
+
 # Two ranks: every rank agrees and exits 2.
 bad "--set:1:13: error: not an integer" $MPIRUN -np 2 $k --set "fa2.headdim=sixty" "$deck" -o "$out"
 bad "--inject nan@2: rank 2 does not exist" $MPIRUN -np 2 $k --inject nan@2 "$deck" -o "$out"
