@@ -13,15 +13,23 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "core/escape.h"
 #include "input/cli.h"
 #include "input/deck.h"
 #include "run/inject.h"
+#include "run/progress.h"
 #include "output/meta.h"
 #include "output/output.h"
 #include "input/plan.h"
 #include "run/runner.h"
 
 #define ERRLEN 2048
+
+/* A message to stderr with what the user typed in it escaped (core/escape.h). */
+static void print_error(const char *msg) {
+  static char shown[4096];
+  fprintf(stderr, "%s\n", kv_escape(msg, shown, sizeof shown));
+}
 
 /* All ranks agree on success: returns 1 when every rank's ok is nonzero. */
 static int all_ok(int ok) {
@@ -70,11 +78,24 @@ static int read_and_parse_deck(const kv_options *opt, int rank, kv_deck *deck, c
   return rc;
 }
 
-static const kv_backend *choose_backend(const kv_options *opt, char *err) {
+/* The backend of --backend, the same on every rank, or NULL with err set and *code the exit
+ * code: 2 when this kval was built without it, 3 when it cannot start on this machine. */
+/* --dry-run plans for the backend named, or with auto for the one a run would pick here
+ * (cuda when a GPU is visible), without starting it. */
+static const kv_backend *dry_run_backend(const kv_options *opt) {
+  if (strcmp(opt->backend, "auto") != 0) return kv_backend_find(opt->backend);
+  const kv_backend *be = kv_backend_select("auto");
+  return be && be->available() ? be : kv_backend_find("cpu");
+}
+
+static const kv_backend *choose_backend(const kv_options *opt, char *err, int *code) {
   const kv_backend *be = kv_backend_select(opt->backend);
+  *code = KV_EXIT_RUNTIME;
   if (!be) {
+    int built = kv_backend_find(opt->backend) != NULL;
     snprintf(err, ERRLEN, "kval: --backend %s: %s", opt->backend,
-             kv_backend_find(opt->backend) ? "not available" : "this kval was built without it (see --list)");
+             built ? "not available on this machine" : "this kval was built without it (see --list)");
+    if (!built) *code = KV_EXIT_USAGE;
   } else if (!be->available()) {
     snprintf(err, ERRLEN, "kval: --backend %s: not available on this machine (%s)", be->name,
              strcmp(be->name, "cuda") == 0 ? "no GPU visible" : "unavailable");
@@ -89,8 +110,10 @@ static const kv_backend *choose_backend(const kv_options *opt, char *err) {
   if (be && lo != hi) {
     snprintf(err, ERRLEN, "kval: --backend %s resolved to different backends on different ranks (some nodes have no GPU); "
              "choose --backend explicitly", opt->backend);
+    *code = KV_EXIT_USAGE;
     return NULL;
   }
+  if (lo == 0 && be) snprintf(err, ERRLEN, "kval: --backend %s: not available on every rank", be->name);
   return lo == 0 ? NULL : be;
 }
 
@@ -123,21 +146,38 @@ static int check_injects(const kv_options *opt, const kv_plan *plan, int nranks,
   return 0;
 }
 
-static int exit_code(const kv_run_summary *s, int rank, const char *path) {
+/* The summary line counts results (one per case and rank that ran it), says how they relate
+ * to the plan's cases, and counts the cells the plan skipped apart from those skipped at run
+ * time; then the exit code. */
+static int exit_code(const kv_run_summary *s, const kv_plan *plan, int rank, int nranks, const char *path) {
   int local[5] = {s->n_pass, s->n_fail, s->n_error, s->n_skipped, s->interrupted_by}, total[5];
   MPI_Allreduce(local, total, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&local[4], &total[4], 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  size_t plan_skipped = 0;
+  for (int f = 0; f < plan->n_fam; f++) plan_skipped += plan->fam[f].n_skipped;
+  int fleet = plan->mode == KV_MODE_FLEET;
+  char shown[1024];
+  kv_escape(path, shown, sizeof shown);
   if (rank == 0)
-    fprintf(stderr, "kval: %d passed, %d failed, %d errors, %d skipped; %d fingerprint disagreements%s\n", total[0],
-            total[1], total[2], total[3], s->fingerprint_disagreements,
+    fprintf(stderr, "kval: %zu cases %s %d rank%s, %d results: %d passed, %d failed, %d errors, %d skipped at run time; "
+            "%zu grid cells skipped by the plan (see --dry-run); %d fingerprint disagreements%s\n", plan->n_cases,
+            fleet ? "on each of" : "split over", nranks, nranks == 1 ? "" : "s", total[0] + total[1] + total[2] + total[3],
+            total[0], total[1], total[2], total[3], plan_skipped, s->fingerprint_disagreements,
             total[4] ? "; interrupted: the file is resumable with --resume" : "");
   if (total[4] && rank == 0)
     fprintf(stderr, "kval: interrupted by %s: %s holds every finished case; finish it with the same command and "
-            "--resume %s\n", total[4] == SIGINT ? "SIGINT" : "SIGTERM", path, path);
+            "--resume %s\n", total[4] == SIGINT ? "SIGINT" : "SIGTERM", shown, shown);
   if (total[4]) return total[4] == SIGINT ? KV_EXIT_SIGINT : KV_EXIT_SIGTERM;
   if (total[1] || s->fingerprint_disagreements) return KV_EXIT_FAIL;
   if (total[2]) return KV_EXIT_RUNTIME;
   return KV_EXIT_PASS;
+}
+
+/* The open output while rank 0 waits for the other ranks (kv_progress_begin). */
+static kv_output *waiting_output;
+static void write_arrived_rows(void) {
+  if (waiting_output && kv_output_poll(waiting_output) != KV_OK)
+    KV_FATAL("writing results to the output file failed; finished cases up to the last flush are kept");
 }
 
 /* Bind, initialise the backend, open the file, run, close. */
@@ -174,24 +214,32 @@ static int run_plan(int argc, char **argv, const kv_options *opt, const kv_backe
   unsigned char *done = NULL;
   kv_status st = opt->resume ? kv_output_resume(path, plan, deck, &meta, opt->retry_errors, MPI_COMM_WORLD, &out, &done)
                              : kv_output_create(path, opt->force, plan, deck, &meta, infos, MPI_COMM_WORLD, &out);
-  free(infos);
-  if (!all_ok(st == KV_OK)) {
+  if (st != KV_OK) { /* the same status on every rank: refused (2) or could not be made (3) */
+    free(infos);
     be->finalize();
-    return KV_EXIT_USAGE;
+    return st == KV_REFUSED ? KV_EXIT_USAGE : KV_EXIT_RUNTIME;
   }
   kv_set_fatal_hook(kv_output_emergency_flush);
+  waiting_output = out;
+  kv_progress_begin(plan, infos, MPI_COMM_WORLD, strcmp(kv_output_flavour(), "serial") == 0, write_arrived_rows);
+  kv_output_set_idle(out, kv_progress_poll);
+  char shown[1024];
+  kv_escape(path, shown, sizeof shown);
   if (rank == 0 && !opt->quiet)
     fprintf(stderr, "kval: %zu cases on %d ranks (%s mode, %s backend, %s HDF5) -> %s\n", plan->n_cases, nranks,
-            plan->mode == KV_MODE_FLEET ? "fleet" : "split", be->name, kv_output_flavour(), path);
+            plan->mode == KV_MODE_FLEET ? "fleet" : "split", be->name, kv_output_flavour(), shown);
   kv_run_summary sum;
   st = kv_runner_run(plan, opt, be, &info, out, done, MPI_COMM_WORLD, &sum);
   free(done);
+  waiting_output = NULL;
   if (kv_output_close(out) != KV_OK) st = KV_ERR;
+  kv_progress_end();
+  free(infos);
   kv_set_fatal_hook(NULL);
   be->finalize();
-  int code = exit_code(&sum, rank, path);
+  int code = exit_code(&sum, plan, rank, nranks, path);
   if (!all_ok(st == KV_OK)) code = KV_EXIT_RUNTIME;
-  if (rank == 0 && !opt->quiet) fprintf(stderr, "kval: results in %s\n", path);
+  if (rank == 0 && !opt->quiet) fprintf(stderr, "kval: results in %s\n", shown);
   /* A fatal device error ends its rank only now, after every collective and the close. */
   if (kv_fatal_pending())
     KV_FATAL("%s; this rank stopped running cases there, its case is recorded with status error, and %s holds "
@@ -211,7 +259,10 @@ int kv_app_run(int argc, char **argv) {
   static char err[ERRLEN];
   kv_options opt;
   if (kv_cli_parse(argc, argv, &opt, err, sizeof err) != 0) {
-    if (rank == 0) fprintf(stderr, "%s\nTry 'kval --help'.\n", err);
+    if (rank == 0) {
+      print_error(err);
+      fprintf(stderr, "Try 'kval --help'.\n");
+    }
     return KV_EXIT_USAGE;
   }
   if (opt.help || opt.version || opt.list) {
@@ -224,43 +275,45 @@ int kv_app_run(int argc, char **argv) {
   }
   kv_deck deck;
   if (!all_ok(read_and_parse_deck(&opt, rank, &deck, err) == 0)) {
-    if (rank == 0) fprintf(stderr, "%s\n", err);
+    if (rank == 0) print_error(err);
     return KV_EXIT_USAGE;
   }
-  const kv_backend *be = opt.dry_run ? kv_backend_find("cpu") : choose_backend(&opt, err);
-  if (opt.dry_run && strcmp(opt.backend, "auto") != 0) be = kv_backend_find(opt.backend);
-  if (!be) {
-    if (rank == 0) fprintf(stderr, "%s\n", err[0] ? err : "kval: no backend");
+  int be_code = KV_EXIT_USAGE;
+  err[0] = '\0';
+  const kv_backend *be = opt.dry_run ? dry_run_backend(&opt) : choose_backend(&opt, err, &be_code);
+  /* --dry-run --backend cuda plans by name in a kval built without CUDA (a login node). */
+  const char *be_name = be ? be->name : opt.dry_run && strcmp(opt.backend, "cuda") == 0 ? "cuda" : NULL;
+  if (!be_name) {
+    if (rank == 0) print_error(err[0] ? err : "kval: no backend");
     kv_deck_free(&deck);
-    return KV_EXIT_USAGE;
+    return be_code;
   }
+  if (!be && rank == 0)
+    fprintf(stderr, "kval: note: this kval was built without the cuda backend; the plan is made for it by name\n");
   kv_plan plan;
-  int plan_ok = kv_plan_build(&deck, opt.only, be->name, opt.mode, opt.have_seed, opt.seed, &plan, err, sizeof err) == 0;
+  int plan_ok = kv_plan_build(&deck, opt.only, be_name, opt.mode, opt.have_seed, opt.seed, &plan, err, sizeof err) == 0;
   if (plan_ok && check_injects(&opt, &plan, nranks, err) != 0) {
     plan_ok = 0;
     kv_plan_free(&plan);
   }
   if (!all_ok(plan_ok)) {
-    if (rank == 0) fprintf(stderr, "%s\n", err);
+    if (rank == 0) print_error(err);
     kv_deck_free(&deck);
     return KV_EXIT_USAGE;
   }
-  int code;
-  if (opt.dry_run) {
+  /* The output is checked before anything starts, for --dry-run too (what the run would
+   * refuse, --dry-run refuses); creation checks it again. */
+  int code = KV_EXIT_PASS;
+  if (rank == 0 && (opt.output || opt.resume)) {
+    kv_status st = kv_output_check_target(opt.resume ? opt.resume : opt.output, opt.force, opt.resume != NULL,
+                                          opt.deck_path);
+    code = st == KV_OK ? KV_EXIT_PASS : st == KV_REFUSED ? KV_EXIT_USAGE : KV_EXIT_RUNTIME;
+  }
+  if (MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
+  if (code == KV_EXIT_PASS && opt.dry_run) {
     if (rank == 0) kv_plan_print(&plan, nranks, stdout);
-    code = KV_EXIT_PASS;
-  } else {
-    const char *target = opt.resume ? NULL : opt.output;
-    int exists = rank == 0 && target && !opt.force && access(target, F_OK) == 0;
-    if (MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
-    if (exists) {
-      if (rank == 0)
-        fprintf(stderr, "kval: output file '%s' exists; use --force to overwrite it or --resume %s to continue it\n",
-                target, target);
-      code = KV_EXIT_USAGE;
-    } else {
-      code = run_plan(argc, argv, &opt, be, &plan, &deck, rank, nranks);
-    }
+  } else if (code == KV_EXIT_PASS) {
+    code = run_plan(argc, argv, &opt, be, &plan, &deck, rank, nranks);
   }
   kv_plan_free(&plan);
   kv_deck_free(&deck);

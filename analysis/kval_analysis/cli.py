@@ -1,13 +1,15 @@
 """cli.py - the `kval-analyze` command line: subcommands report, fleet and precision.
 Exit status: 0 done (fleet: nothing flagged), 1 fleet flagged something, 2 bad input or
-usage (missing file, not HDF5, not a kval file, unsupported layout_version)."""
+usage (missing file, not HDF5, not a kval file, a damaged file, unsupported layout_version),
+3 an internal error (a traceback; never a verdict)."""
 import argparse
 import sys
+import traceback
 
 from . import __version__
 from .io import KvalInputError, load
 
-EXIT_OK, EXIT_FLAGGED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FLAGGED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def _positive(text):
@@ -106,6 +108,10 @@ def main(argv=None):
     except OSError as err:
         print(f"kval-analyze: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Exception:  # a crash must not read as "flagged" (1)
+        traceback.print_exc()
+        print("kval-analyze: internal error (the traceback above; this is not a verdict)", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -248,30 +248,40 @@ def _load_file(path, offset):
         f = h5py.File(path, "r")
     except OSError as err:
         raise KvalInputError(f"{path}: cannot open as HDF5: {err}") from None
-    with f:
-        attrs, missing_attrs = _read_root(f, path)
-        table = _read_ranks(f, path, attrs)
-        nranks = len(table)
-        table.insert(0, "rank", np.arange(offset, offset + nranks, dtype=np.int64))
-        table["file"] = path
-        table["run_time"] = str(attrs["creation_time"])
-        table["gpu_key"] = _gpu_keys(table)
-        table["compare_key"] = [f"{name}|{attrs['backend']}|seed={attrs.get('seed', '?')}"
-                                for name in table["device_name"]]
-        rank_coords = {"rank": table["rank"].to_numpy(), "rank_in_file": table["rank_in_file"].to_numpy(),
-                       "host": table["host"].to_numpy(dtype=object),
-                       "gpu_uuid": table["uuid"].to_numpy(dtype=object),
-                       "gpu_name": table["device_name"].to_numpy(dtype=object),
-                       "file": table["file"].to_numpy(dtype=object),
-                       "run_time": table["run_time"].to_numpy(dtype=object),
-                       "gpu_key": table["gpu_key"].to_numpy(dtype=object),
-                       "compare_key": table["compare_key"].to_numpy(dtype=object)}
-        families = {}
-        for name, obj in f.items():
-            if not isinstance(obj, h5py.Group) or name == "ranks":
-                continue
-            if "axes" in obj.attrs or name in KNOWN_FAMILIES:
-                families[name] = _read_family(f, name, path, attrs, rank_coords)
+    try:
+        with f:
+            return _read_file(f, path, offset)
+    except KvalInputError:
+        raise
+    except Exception as err:  # a damaged file fails anywhere inside h5py: bad input, not a crash
+        raise KvalInputError(f"{path}: damaged or unreadable kval file ({type(err).__name__}: {err})") from None
+
+
+def _read_file(f, path, offset):
+    """The run, rank table and family Datasets of one open file."""
+    attrs, missing_attrs = _read_root(f, path)
+    table = _read_ranks(f, path, attrs)
+    nranks = len(table)
+    table.insert(0, "rank", np.arange(offset, offset + nranks, dtype=np.int64))
+    table["file"] = path
+    table["run_time"] = str(attrs["creation_time"])
+    table["gpu_key"] = _gpu_keys(table)
+    table["compare_key"] = [f"{name}|{attrs['backend']}|seed={attrs.get('seed', '?')}"
+                            for name in table["device_name"]]
+    rank_coords = {"rank": table["rank"].to_numpy(), "rank_in_file": table["rank_in_file"].to_numpy(),
+                   "host": table["host"].to_numpy(dtype=object),
+                   "gpu_uuid": table["uuid"].to_numpy(dtype=object),
+                   "gpu_name": table["device_name"].to_numpy(dtype=object),
+                   "file": table["file"].to_numpy(dtype=object),
+                   "run_time": table["run_time"].to_numpy(dtype=object),
+                   "gpu_key": table["gpu_key"].to_numpy(dtype=object),
+                   "compare_key": table["compare_key"].to_numpy(dtype=object)}
+    families = {}
+    for name, obj in f.items():
+        if not isinstance(obj, h5py.Group) or name == "ranks":
+            continue
+        if "axes" in obj.attrs or name in KNOWN_FAMILIES:
+            families[name] = _read_family(f, name, path, attrs, rank_coords)
     return RunFile(path, attrs, nranks, offset, missing_attrs), table, families
 
 

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/escape.h"
+
 static int check_rank = -1;
 static char check_host[256] = "?";
 static void (*fatal_hook)(void);
@@ -24,6 +26,7 @@ const char *kv_check_host(void) { return check_host; }
 static void vreport(const char *file, int line, const char *what, const char *fmt, va_list ap) {
   char msg[1024];
   vsnprintf(msg, sizeof msg, fmt, ap);
+  kv_escape_inplace(msg, sizeof msg); /* paths and values the user typed are shown escaped */
   fprintf(stderr, "kval[rank %d@%s] %s:%d: %s: %s\n", check_rank, check_host, file, line, what, msg);
   fflush(stderr);
 }
@@ -88,9 +91,26 @@ kv_status kv_check_mpi(int rc, const char *call, const char *file, int line) {
   return KV_ERR;
 }
 
+/* H5Ewalk2 callback: keep the system error HDF5 recorded ("errno = 28, error message = 'No
+ * space left on device'"), else the description of the innermost frame. */
+static herr_t h5_reason(unsigned n, const H5E_error2_t *e, void *data) {
+  char *reason = data;
+  const char *sys = e->desc ? strstr(e->desc, "error message = '") : NULL;
+  if (sys) {
+    sys += strlen("error message = '");
+    snprintf(reason, 256, "%.*s", (int)strcspn(sys, "'"), sys);
+    return 1; /* stop: the system's reason is the one that counts */
+  }
+  if (e->desc && e->desc[0]) snprintf(reason, 256, "%s", e->desc);
+  (void)n;
+  return 0;
+}
+
 kv_status kv_check_h5(long long rc, const char *call, const char *file, int line) {
   if (rc >= 0) return KV_OK;
-  kv_report(file, line, "HDF5", "%s failed (returned %lld); HDF5 error stack follows", call, rc);
+  char reason[256] = "no reason recorded";
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, h5_reason, reason);
+  kv_report(file, line, "HDF5", "%s failed: %s; HDF5 error stack follows", call, reason);
   H5Eprint2(H5E_DEFAULT, stderr);
   return KV_ERR;
 }

@@ -7,11 +7,14 @@
 #include "input/deck.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/check.h"
 
@@ -419,14 +422,43 @@ int kv_deck_parse_string(const char *name, const char *text, kv_deck *d, char *e
   return parse_buffer(name, text, strlen(text), d, err, errlen);
 }
 
+/* What a file that is not a regular file is, for the message. */
+static const char *file_kind(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+/* Open the deck without blocking (a FIFO with no writer would block open() and read()
+ * forever) and accept only a regular file. */
+static FILE *open_deck(const char *path, char *err, size_t errlen) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat sb;
+  const char *why = NULL;
+  if (fd < 0 || fstat(fd, &sb) != 0) why = strerror(errno);
+  else if (S_ISDIR(sb.st_mode)) why = "Is a directory";
+  if (why) {
+    snprintf(err, errlen, "%s: error: cannot %s the deck: %s (expected a readable deck file)", path,
+             fd < 0 ? "open" : "read", why);
+  } else if (!S_ISREG(sb.st_mode)) {
+    snprintf(err, errlen, "%s: error: the deck is %s, not a regular file (expected a deck file; save piped "
+             "text to a file first)", path, file_kind(sb.st_mode));
+  } else {
+    FILE *f = fcntl(fd, F_SETFL, 0) == 0 ? fdopen(fd, "rb") : NULL;
+    if (f) return f;
+    snprintf(err, errlen, "%s: error: cannot read the deck: %s (expected a readable deck file)", path,
+             strerror(errno));
+  }
+  if (fd >= 0) close(fd);
+  return NULL;
+}
+
 int kv_deck_parse_file(const char *path, kv_deck *d, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, errlen, "%s: error: cannot open the deck: %s (expected a readable deck file)", path,
-             strerror(errno));
-    return -1;
-  }
+  FILE *f = open_deck(path, err, errlen);
+  if (!f) return -1;
   char *buf = NULL;
   size_t len = 0, cap = 0;
   int rc = 0;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "input/estimate.h"
 #include "numerics/rng.h"
 
 /* Cells of one family's grid: a million kernel runs is far beyond any job, and expanding the
@@ -20,39 +21,42 @@
 #define LIST_LEN 512               /* room for "one of: ..." lists in messages */
 
 /* Keys of the [run] section. */
-typedef enum { RUN_U64, RUN_INT, RUN_DOUBLE, RUN_FLUSH } run_kind;
+typedef enum { RUN_U64, RUN_INT, RUN_DOUBLE, RUN_CHOICE } run_kind;
 typedef struct {
   const char *name;
   run_kind kind;
   size_t offset; /* into kv_run_settings */
   double min, max;
+  const char *yes, *no; /* RUN_CHOICE: the words for 1 and 0 */
 } run_key;
 
 static const run_key run_keys[] = {
-    {"seed", RUN_U64, offsetof(kv_run_settings, seed), 0, 0},
-    {"warmup", RUN_INT, offsetof(kv_run_settings, warmup), 0, 1e6},
-    {"min_reps", RUN_INT, offsetof(kv_run_settings, min_reps), 1, 1e7},
-    {"max_reps", RUN_INT, offsetof(kv_run_settings, max_reps), 1, 1e7},
-    {"rse_target", RUN_DOUBLE, offsetof(kv_run_settings, rse_target), 0, 1},
-    {"time_cap", RUN_DOUBLE, offsetof(kv_run_settings, time_cap), 0, 3600},
-    {"l2_flush", RUN_FLUSH, offsetof(kv_run_settings, l2_flush), 0, 0},
-    {"cpu_ref_budget", RUN_DOUBLE, offsetof(kv_run_settings, cpu_ref_budget), 0, 1e18},
-    {"sample_rows", RUN_INT, offsetof(kv_run_settings, sample_rows), 2, 1e9},
-    {"tol_c1", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.c1), 0, 1e9},
-    {"tol_c2", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.c2), 0, 1e9},
-    {"tol_abs_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.abs_floor), 0, 1e30},
-    {"tol_rel_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.rel_floor), 0, 1e30},
-    {"flush_interval", RUN_DOUBLE, offsetof(kv_run_settings, flush_interval), 0, 86400},
-    {"watchdog", RUN_DOUBLE, offsetof(kv_run_settings, watchdog), 0.001, 86400},
-    {"bias_limit", RUN_DOUBLE, offsetof(kv_run_settings, bias_limit), 0, 1},
+    {"seed", RUN_U64, offsetof(kv_run_settings, seed), 0, 0, NULL, NULL},
+    {"warmup", RUN_INT, offsetof(kv_run_settings, warmup), 0, 1e6, NULL, NULL},
+    {"min_reps", RUN_INT, offsetof(kv_run_settings, min_reps), 1, 1e7, NULL, NULL},
+    {"max_reps", RUN_INT, offsetof(kv_run_settings, max_reps), 1, 1e7, NULL, NULL},
+    {"rse_target", RUN_DOUBLE, offsetof(kv_run_settings, rse_target), 0, 1, NULL, NULL},
+    {"time_cap", RUN_DOUBLE, offsetof(kv_run_settings, time_cap), 0, 3600, NULL, NULL},
+    {"l2_flush", RUN_CHOICE, offsetof(kv_run_settings, l2_flush), 0, 0, "flush", "warm"},
+    {"cpu_ref_budget", RUN_DOUBLE, offsetof(kv_run_settings, cpu_ref_budget), 0, 1e18, NULL, NULL},
+    {"sample_rows", RUN_INT, offsetof(kv_run_settings, sample_rows), 2, 1e9, NULL, NULL},
+    {"tol_c1", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.c1), 0, 1e9, NULL, NULL},
+    {"tol_c2", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.c2), 0, 1e9, NULL, NULL},
+    {"tol_abs_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.abs_floor), 0, 1e30, NULL, NULL},
+    {"tol_rel_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.rel_floor), 0, 1e30, NULL, NULL},
+    {"flush_interval", RUN_DOUBLE, offsetof(kv_run_settings, flush_interval), 0, 86400, NULL, NULL},
+    {"stall_timeout", RUN_DOUBLE, offsetof(kv_run_settings, stall_timeout), 0, 1e6, NULL, NULL},
+    {"on_stall", RUN_CHOICE, offsetof(kv_run_settings, stall_abort), 0, 0, "abort", "wait"},
+    {"watchdog", RUN_DOUBLE, offsetof(kv_run_settings, watchdog), 0.001, 86400, NULL, NULL},
+    {"bias_limit", RUN_DOUBLE, offsetof(kv_run_settings, bias_limit), 0, 1, NULL, NULL},
 };
 #define N_RUN_KEYS (int)(sizeof run_keys / sizeof run_keys[0])
 #define N_TOL_KEYS 4
 
 static const kv_run_settings run_defaults = {
     .seed = 1, .warmup = 2, .min_reps = 5, .max_reps = 200, .rse_target = 0.005, .time_cap = 1.0,
-    .l2_flush = 1, .cpu_ref_budget = 2e9, .sample_rows = 64, .flush_interval = 2.0, .watchdog = 60.0,
-    .bias_limit = 0.1};
+    .l2_flush = 1, .cpu_ref_budget = 2e9, .sample_rows = 64, .flush_interval = 2.0, .stall_timeout = 30.0,
+    .watchdog = 60.0, .bias_limit = 0.1};
 
 /* "FILE:LINE:COL: error: WHAT (got 'TOKEN'; expected VALID)"; line 0 drops LINE:COL. */
 static int plan_err(char *err, size_t errlen, const char *file, int line, int col, const char *got,
@@ -157,13 +161,24 @@ static int one_value(const kv_deck_entry *en, const char *expected, char *err, s
                   "%s.%s takes a single value, not %d", en->section, en->key, en->n_values);
 }
 
-/* A whole token as a number: 0 on success. */
+/* A whole token as a finite number: 0 on success, 1 when it is not a number, 2 when it
+ * overflows a double (1e999), 3 when it is nonzero but rounds to zero (1e-400). A value below
+ * the smallest normal double (1e-320) is kept as strtod rounds it: ERANGE on such an
+ * underflow is not an error. */
 static int to_double(const char *s, double *v) {
   char *end;
   errno = 0;
   *v = strtod(s, &end);
-  return *s && !*end && errno != ERANGE && isfinite(*v) ? 0 : -1;
+  if (!*s || *end || isnan(*v)) return 1;
+  if (isinf(*v)) return errno == ERANGE ? 2 : 1;
+  if (errno == ERANGE && *v == 0.0)
+    for (const char *p = s; p < end && *p != 'e' && *p != 'E'; p++)
+      if (*p >= '1' && *p <= '9') return 3;
+  return 0;
 }
+
+static const char *const number_problem[] = {"", "invalid value", "value out of range",
+                                             "value too small for a double (it would round to 0)"};
 static int to_ll(const char *s, long long *v) {
   char *end;
   errno = 0;
@@ -206,15 +221,16 @@ static int run_settings(const kv_deck *d, int have_seed, uint64_t seed, kv_run_s
       double v = 0;
       snprintf(expected, sizeof expected, "a number in %g..%g", rk->min, rk->max);
       if (one_value(en, expected, err, errlen)) return -1;
-      if (to_double(t->text, &v) || v < rk->min || v > rk->max)
-        return tok_err(err, errlen, en, t, expected, "invalid value");
+      int bad = to_double(t->text, &v);
+      if (bad || v < rk->min || v > rk->max)
+        return tok_err(err, errlen, en, t, expected, bad ? number_problem[bad] : "invalid value");
       *(double *)field = v;
     } else {
-      snprintf(expected, sizeof expected, "flush or warm");
+      snprintf(expected, sizeof expected, "%s or %s", rk->yes, rk->no);
       if (one_value(en, expected, err, errlen)) return -1;
-      if (strcmp(t->text, "flush") != 0 && strcmp(t->text, "warm") != 0)
+      if (strcmp(t->text, rk->yes) != 0 && strcmp(t->text, rk->no) != 0)
         return tok_err(err, errlen, en, t, expected, "invalid value");
-      *(int *)field = strcmp(t->text, "flush") == 0;
+      *(int *)field = strcmp(t->text, rk->yes) == 0;
     }
   }
   if (rs->max_reps < rs->min_reps) {
@@ -425,8 +441,9 @@ static int family_plan(const kv_deck *d, const kv_family *f, int index, kv_famil
     char expected[128];
     snprintf(expected, sizeof expected, "a number in %g..%g", pd->min, pd->max);
     if (one_value(en, expected, err, errlen) != 0) return -1;
-    if (to_double(en->values[0].text, &fp->param[k]) != 0)
-      return tok_err(err, errlen, en, &en->values[0], expected, "not a number");
+    int bad = to_double(en->values[0].text, &fp->param[k]);
+    if (bad == 1) return tok_err(err, errlen, en, &en->values[0], expected, "not a number");
+    if (bad) return tok_err(err, errlen, en, &en->values[0], expected, number_problem[bad]);
     if (fp->param[k] < pd->min || fp->param[k] > pd->max)
       return tok_err(err, errlen, en, &en->values[0], expected, "value out of range");
   }
@@ -459,9 +476,8 @@ static void fill_case(const kv_family_plan *fp, size_t cell, kv_case *c) {
 }
 
 static double estimate_seconds(const kv_case *c) {
-  kv_cost cost = {0};
-  c->fp->family->cost(c, &cost);
-  return cost.flops / 50e12 + cost.bytes / 2e12 + 1e-4;
+  static const kv_run_settings none = {0};
+  return kv_estimate_case(c, c->fp->run ? c->fp->run : &none, c->fp->on_gpu);
 }
 
 void kv_plan_case_at(const kv_family_plan *fp, size_t cell, uint64_t seed, kv_case *c) {
@@ -513,6 +529,8 @@ int kv_plan_build(const kv_deck *d, const char *only, const char *backend, kv_mo
     return -1;
   for (int i = 0; kv_families[i]; i++) {
     if (!selected[i]) continue;
+    p->fam[p->n_fam].run = &p->run;
+    p->fam[p->n_fam].on_gpu = strcmp(backend, "cpu") != 0;
     if (family_plan(d, kv_families[i], i, &p->fam[p->n_fam++], err, errlen) != 0) {
       kv_plan_free(p);
       return -1;

@@ -33,10 +33,12 @@ typedef struct kv_family_plan {
   size_t n_cells;                /* product of the axis lengths */
   const char **skip_reason;      /* per cell: NULL when valid, else why it is skipped */
   size_t n_valid, n_skipped;
+  const struct kv_run_settings_s *run; /* the plan's [run] settings and backend, for estimates */
+  int on_gpu;
 } kv_family_plan;
 
 /* Settings of the [run] section (keys documented in inputs/README.md). */
-typedef struct {
+typedef struct kv_run_settings_s {
   uint64_t seed;
   int warmup;             /* untimed launches before timing */
   int min_reps, max_reps; /* repetition bounds of the timing loop */
@@ -50,6 +52,8 @@ typedef struct {
   double flush_interval;  /* seconds between file flushes */
   double watchdog;        /* seconds: the floor of the deadline of every launch, reference and statistics pass */
   double bias_limit;      /* ulps: the rounding-bias verdict's threshold (0: the bias is recorded, not judged) */
+  double stall_timeout;   /* rank 0 names a rank silent this long past its case's estimate; 0: never */
+  int stall_abort;        /* on_stall: 1 abort the job, 0 wait (default) */
 } kv_run_settings;
 
 typedef struct {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "input/estimate.h"
 #include "input/plan.h"
 
 typedef struct {
@@ -167,14 +168,20 @@ void kv_plan_print(const kv_plan *p, int nranks, FILE *out) {
   }
   double longest = 0.0, sum = 0.0;
   size_t runs = 0;
+  char t1[32], t2[32], t3[32];
   for (int r = 0; r < nranks; r++) {
-    fprintf(out, "rank %d: %zu cases, estimated %.3g s\n", r, count[r], load[r]);
+    fprintf(out, "rank %d: %zu cases, estimated %s\n", r, count[r], kv_format_seconds(load[r], t1, sizeof t1));
     if (load[r] > longest) longest = load[r];
     sum += load[r];
     runs += count[r];
   }
-  fprintf(out, "total: %zu case runs on %d rank%s, estimated %.3g s of kernel cost, longest rank %.3g s\n", runs,
-          nranks, nranks == 1 ? "" : "s", sum, longest);
+  int gpu = p->n_fam > 0 && p->fam[0].on_gpu;
+  double wall = kv_estimate_startup(gpu) + longest;
+  fprintf(out, "total: %zu case runs on %d rank%s, %s of case time, longest rank %s\n", runs, nranks,
+          nranks == 1 ? "" : "s", kv_format_seconds(sum, t1, sizeof t1), kv_format_seconds(longest, t2, sizeof t2));
+  fprintf(out, "estimated wall time: %s (%.2f s at %s, one core or GPU per rank, nothing else running); Slurm: "
+          "--time=%s (+30 %%)\n", kv_format_seconds(wall, t1, sizeof t1), wall,
+          gpu ? "H200 rates" : "cpu backend rates", kv_slurm_time(1.3 * wall, t3, sizeof t3));
   free(load);
   free(count);
 }

@@ -28,9 +28,18 @@ void kv_h5_close_id(hid_t *id) {
   *id = H5I_INVALID_HID;
 }
 
+kv_status kv_h5_no_file_locking(hid_t fapl) {
+#if H5_VERSION_GE(1, 12, 1) || (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7)
+  return CHECK_H5(H5Pset_file_locking(fapl, 0, 1));
+#else
+  (void)fapl;
+  return KV_OK;
+#endif
+}
+
 kv_status kv_h5_serial_fapl(hid_t *fapl) {
   *fapl = H5Pcreate(H5P_FILE_ACCESS);
-  if (CHECK_H5(*fapl) || CHECK_H5(H5Pset_sieve_buf_size(*fapl, 0))) {
+  if (CHECK_H5(*fapl) || CHECK_H5(H5Pset_sieve_buf_size(*fapl, 0)) || kv_h5_no_file_locking(*fapl)) {
     kv_h5_close_id(fapl);
     return KV_ERR;
   }

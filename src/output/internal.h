@@ -15,6 +15,7 @@
 
 #include "core/check.h"
 #include "output/output.h"
+#include "output/target.h"
 
 #ifndef KV_HDF5_PARALLEL
 #error "KV_HDF5_PARALLEL must be defined to 1 (parallel HDF5) or 0 (serial HDF5)"
@@ -51,7 +52,7 @@ typedef struct {
   const kv_family_plan *fp;
   int n_dims; /* 1 + number of axes */
   hsize_t dims[KV_MAX_AXES + 2];
-  hid_t group, status, fingerprint, message, hist;
+  hid_t group, status, fingerprint, checksum, message, hist;
   hid_t dbl[KV_N_DOUBLES], ints[KV_N_INTS];
   hid_t fp_distinct, fp_majority, fp_agrees;
 } kv_out_family;
@@ -65,6 +66,12 @@ struct kv_output {
   hid_t t_status, t_message, t_vstr; /* enum int8, 96-byte string, variable UTF-8 string */
   kv_out_family fam[KV_MAX_FAMILIES];
   double last_flush; /* MPI_Wtime of the last flush */
+  uint64_t file_id;  /* root attribute file_id: ties the journals to this file */
+  char part[4096];   /* the part being laid out (create), "" once published */
+  kv_target target;  /* rank 0: the lock on the file, the part while it is laid out */
+  int journal_fd;    /* this rank's journal (journal.c), -1 when none */
+  char journal[4160];
+  void (*idle)(void); /* called while this rank waits for others (stall detection) */
   /* serial flavour, non-root ranks: results in flight to rank 0 */
   kv_result **sending;
   MPI_Request *send_req;
@@ -78,6 +85,10 @@ kv_status kv_h5_make_types(kv_output *o);
  * a result reaches the operating system at once and in program order, and a killed process
  * keeps every result it wrote without waiting for a flush. */
 kv_status kv_h5_serial_fapl(hid_t *fapl);
+/* HDF5's own file lock off: kval's lock (target.c) is the one, on every file system and in
+ * both flavours (HDF5's flock is emulated as a whole-file POSIX lock on NFS and would
+ * collide with it). */
+kv_status kv_h5_no_file_locking(hid_t fapl);
 void kv_h5_close_id(hid_t *id); /* close any kind of handle, then set it invalid */
 kv_status kv_h5_attr_str(hid_t loc, hid_t t_vstr, const char *name, const char *value);
 kv_status kv_h5_attr_i64(hid_t loc, const char *name, long long value);
@@ -121,13 +132,25 @@ kv_status kv_layout_describe(kv_output *o, hid_t file, const kv_deck *d, const k
  * line ("warmup=2 min_reps=5 ..."): the root attribute run_settings, compared by --resume. */
 void kv_layout_run_settings(const kv_run_settings *rs, char *buf, size_t n);
 
+/* Bytes the file will take (datasets allocated at creation, attributes, metadata), with a
+ * margin: what create reserves before HDF5 writes anything. */
+double kv_layout_bytes(const kv_output *o, const kv_deck *d);
+
 /* --- output.c: lifecycle shared by create and resume --- */
 /* A user-facing error: "kval: <message>" on stderr. */
 void kv_output_user_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 kv_status kv_output_new(const kv_plan *p, MPI_Comm comm, kv_output **o);
 void kv_output_free(kv_output *o); /* closes every handle, frees the communicator */
-/* MPI_Allreduce(MAX) of a status so every rank takes the same branch. */
+/* MPI_Allreduce(MAX) of a status (KV_OK < KV_ERR < KV_REFUSED) so every rank takes the
+ * same branch; waits through kv_output_wait. */
 kv_status kv_output_agree(kv_output *o, kv_status st);
+/* Wait for a request, calling o->idle meanwhile (a rank that stopped is noticed). */
+kv_status kv_output_wait(kv_output *o, MPI_Request *req);
+/* After an HDF5 call that every rank makes together (parallel flavour): if it failed here,
+ * the other ranks may wait inside HDF5 for a step this rank never takes, so no agreement is
+ * possible: report `what` and end the job through the fatal path (exit 3), which first
+ * removes an unpublished part. Serial flavour, or success: returns st. */
+kv_status kv_output_collective(kv_output *o, kv_status st, const char *what);
 /* Make `o` ready for kv_output_write. Parallel: every rank opens `path` with MPI-IO (file
  * must be closed everywhere). Serial: rank 0 adopts `serial_file` (others pass
  * H5I_INVALID_HID). Opens every family dataset. Collective. */

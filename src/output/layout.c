@@ -13,10 +13,13 @@
 #include <string.h>
 
 #include "core/dtype.h"
+#include "output/row.h"
 
 /* Per-cell datasets besides the X-macro fields: name, units, description. */
 static const char *const status_doc = "case status (enum: not_run, pass, fail_tolerance, fail_nonfinite, skipped, error)";
 static const char *const fingerprint_doc = "64-bit fingerprint of the output bits (0: not run)";
+static const char *const checksum_doc = "XXH64 of the row's canonical bytes (status, fingerprint, message, float64 "
+                                        "and int64 fields in result.h order, hist; little-endian); 0: no row";
 static const char *const message_doc = "skip reason or error message";
 static const char *const hist_doc = "count of elements per log10|out - ref| bin (lower edges in hist_bin)";
 static const char *const fp_distinct_doc = "distinct fingerprints among ranks with the same device model (0: not compared)";
@@ -35,13 +38,14 @@ kv_status kv_layout_structure(kv_output *o, hid_t file) {
     hdims[nd] = KV_HIST_BINS;
     hid_t g = H5Gcreate2(file, of->fp->family->name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (CHECK_H5(g)) return KV_ERR;
-    hid_t ds[7 + KV_N_DOUBLES + KV_N_INTS]; /* 7: status ... fp_agrees below */
+    hid_t ds[8 + KV_N_DOUBLES + KV_N_INTS]; /* 8: status ... fp_agrees below */
     int n = 0;
     kv_status st = KV_OK;
 #define KV_MAKE(name, ft, rank, dims, mt, fill)                                                 \
   if (st == KV_OK) st = kv_h5_create_dataset(g, name, ft, rank, dims, mt, fill, &ds[n++]);
     KV_MAKE("status", o->t_status, nd, of->dims, o->t_status, &fill_status)
     KV_MAKE("fingerprint", H5T_STD_U64LE, nd, of->dims, H5T_NATIVE_UINT64, NULL)
+    KV_MAKE("checksum", H5T_STD_U64LE, nd, of->dims, H5T_NATIVE_UINT64, NULL)
 #define KV_X(name, member, unit, doc) KV_MAKE(#name, H5T_IEEE_F64LE, nd, of->dims, H5T_NATIVE_DOUBLE, &nan)
     KV_RESULT_DOUBLES(KV_X)
 #undef KV_X
@@ -124,6 +128,7 @@ static kv_status root_attributes(kv_output *o, hid_t file, const kv_deck *d, con
   for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
     KV_TRY(kv_h5_attr_str(file, o->t_vstr, strs[i].name, strs[i].value));
   KV_TRY(kv_h5_attr_u64(file, "seed", o->plan->run.seed));
+  KV_TRY(kv_h5_attr_u64(file, "file_id", o->file_id));
   KV_TRY(kv_h5_attr_i64(file, "nranks", o->nranks));
   KV_TRY(kv_h5_attr_i64(file, "layout_version", KV_LAYOUT_VERSION));
   return kv_h5_attr_i64(file, "complete", 0);
@@ -250,17 +255,33 @@ static kv_status status_flags(kv_output *o, hid_t g) {
   return st;
 }
 
-/* Status skipped and the reason in message, on every rank's row. */
+/* Checksum of a skipped row: the reason, every other field its fill value. */
+static uint64_t skipped_checksum(const char *message) {
+  double dbl[KV_N_DOUBLES + 1];
+  int64_t ints[KV_N_INTS + 1];
+  uint64_t hist[KV_HIST_BINS] = {0};
+  for (int i = 0; i < KV_N_DOUBLES; i++) dbl[i] = NAN;
+  for (int i = 0; i < KV_N_INTS; i++) ints[i] = KV_FILL_INT;
+  unsigned char row[KV_ROW_BYTES];
+  kv_row_pack(row, KV_SKIPPED, 0, message, dbl, ints, hist);
+  return kv_row_checksum(row);
+}
+
+/* Status skipped, the reason in message and the row's checksum, on every rank's row. */
 static kv_status mark_skipped(kv_output *o, const kv_out_family *of, hid_t g) {
   size_t n = of->fp->n_cells;
   signed char *status = KV_MALLOC(n);
   char *msg = KV_CALLOC(n, KV_MESSAGE_LEN);
+  uint64_t *sum = KV_CALLOC(n, sizeof *sum);
   hid_t ds_status = H5Dopen2(g, "status", H5P_DEFAULT), ds_msg = H5Dopen2(g, "message", H5P_DEFAULT);
-  kv_status st = !status || !msg || CHECK_H5(ds_status) || CHECK_H5(ds_msg) ? KV_ERR : KV_OK;
+  hid_t ds_sum = H5Dopen2(g, "checksum", H5P_DEFAULT);
+  kv_status st = !status || !msg || !sum || CHECK_H5(ds_status) || CHECK_H5(ds_msg) || CHECK_H5(ds_sum) ? KV_ERR : KV_OK;
   for (size_t c = 0; st == KV_OK && c < n; c++) {
     const char *why = of->fp->skip_reason ? of->fp->skip_reason[c] : NULL;
     status[c] = why ? KV_SKIPPED : KV_NOT_RUN;
-    if (why) strncpy(msg + c * KV_MESSAGE_LEN, why, KV_MESSAGE_LEN);
+    if (!why) continue;
+    strncpy(msg + c * KV_MESSAGE_LEN, why, KV_MESSAGE_LEN);
+    sum[c] = skipped_checksum(msg + c * KV_MESSAGE_LEN);
   }
   hsize_t start[KV_MAX_AXES + 1] = {0}, count[KV_MAX_AXES + 1];
   memcpy(count, of->dims, sizeof count);
@@ -270,16 +291,19 @@ static kv_status mark_skipped(kv_output *o, const kv_out_family *of, hid_t g) {
     start[0] = (hsize_t)r;
     st = kv_h5_select(of->n_dims, of->dims, start, count, n, &fs, &ms);
     if (st != KV_OK) break;
-    if (CHECK_H5(H5Dwrite(ds_status, o->t_status, ms, fs, H5P_DEFAULT, status)) ||
-        CHECK_H5(H5Dwrite(ds_msg, o->t_message, ms, fs, H5P_DEFAULT, msg)))
+    if (CHECK_H5(H5Dwrite(ds_msg, o->t_message, ms, fs, H5P_DEFAULT, msg)) ||
+        CHECK_H5(H5Dwrite(ds_sum, H5T_NATIVE_UINT64, ms, fs, H5P_DEFAULT, sum)) ||
+        CHECK_H5(H5Dwrite(ds_status, o->t_status, ms, fs, H5P_DEFAULT, status)))
       st = KV_ERR;
     kv_h5_close_id(&fs);
     kv_h5_close_id(&ms);
   }
   kv_h5_close_id(&ds_status);
   kv_h5_close_id(&ds_msg);
+  kv_h5_close_id(&ds_sum);
   free(status);
   free(msg);
+  free(sum);
   return st;
 }
 
@@ -296,6 +320,7 @@ static kv_status describe_family(kv_output *o, const kv_out_family *of, hid_t fi
   if (st == KV_OK) st = describe_dataset(o, g, name, units, doc, sc, first, n);
   KV_DESC("status", NULL, status_doc, 0, na + 1)
   KV_DESC("fingerprint", NULL, fingerprint_doc, 0, na + 1)
+  KV_DESC("checksum", NULL, checksum_doc, 0, na + 1)
 #define KV_X(name, member, unit, doc) KV_DESC(#name, unit, doc, 0, na + 1)
   KV_RESULT_DOUBLES(KV_X)
   KV_RESULT_INTS(KV_X)
@@ -319,4 +344,17 @@ kv_status kv_layout_describe(kv_output *o, hid_t file, const kv_deck *d, const k
   KV_TRY(ranks_group(o, file, infos));
   for (int f = 0; f < o->plan->n_fam; f++) KV_TRY(describe_family(o, &o->fam[f], file));
   return KV_OK;
+}
+
+double kv_layout_bytes(const kv_output *o, const kv_deck *d) {
+  const double per_row = 1 + 8 + 8 + KV_MESSAGE_LEN + 8.0 * (KV_N_DOUBLES + KV_N_INTS + KV_HIST_BINS) + 1;
+  const double datasets = 9 + KV_N_DOUBLES + KV_N_INTS;
+  double bytes = 1048576.0 + 4.0 * (double)strlen(d->text) + 4096.0 * o->nranks;
+  for (int f = 0; f < o->plan->n_fam; f++) {
+    const kv_family_plan *fp = o->fam[f].fp;
+    double cells = (double)fp->n_cells, scale_refs = 0;
+    for (int a = 0; a < fp->n_axes; a++) scale_refs += 64.0 * fp->axis[a].n;
+    bytes += cells * (o->nranks * per_row + 12) + datasets * (16384 + 64.0 * (fp->n_axes + 2)) + scale_refs + 65536;
+  }
+  return bytes;
 }

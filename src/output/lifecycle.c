@@ -9,8 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/dtype.h"
+#include "core/escape.h"
+#include "output/journal.h"
 
 /* The open output of this process, for kv_output_emergency_flush. */
 static kv_output *current_output;
@@ -25,18 +29,56 @@ void kv_output_user_error(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  kv_escape_inplace(msg, sizeof msg);
   fprintf(stderr, "kval: %s\n", msg); /* one write, so lines of several ranks do not interleave */
   fflush(stderr);
 }
 
+kv_status kv_output_wait(kv_output *o, MPI_Request *req) {
+  const struct timespec pause = {0, 1000000};
+  for (;;) {
+    int done = 0;
+    KV_TRY(CHECK_MPI(MPI_Test(req, &done, MPI_STATUS_IGNORE)));
+    if (done) return KV_OK;
+    if (o->idle) o->idle();
+    nanosleep(&pause, NULL);
+  }
+}
+
 kv_status kv_output_agree(kv_output *o, kv_status st) {
-  int mine = st != KV_OK, any = 1;
-  if (CHECK_MPI(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, o->comm))) return KV_ERR;
-  return any ? KV_ERR : KV_OK;
+  int mine = st == KV_OK ? KV_OK : st == KV_REFUSED ? KV_REFUSED : KV_ERR, worst = KV_ERR;
+  MPI_Request req;
+  if (CHECK_MPI(MPI_Iallreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, o->comm, &req)) || kv_output_wait(o, &req))
+    return KV_ERR;
+  return worst;
+}
+
+void kv_output_set_idle(kv_output *o, void (*idle)(void)) { o->idle = idle; }
+
+#if KV_HDF5_PARALLEL
+/* The fatal path of a failed collective call during create: the part is not left behind. */
+static char fatal_part[4096];
+static void remove_part(void) {
+  if (fatal_part[0]) unlink(fatal_part);
+}
+#endif
+
+kv_status kv_output_collective(kv_output *o, kv_status st, const char *what) {
+#if KV_HDF5_PARALLEL
+  if (st != KV_OK) {
+    snprintf(fatal_part, sizeof fatal_part, "%s", o->part);
+    kv_set_fatal_hook(remove_part);
+    KV_FATAL("%s failed on this rank (reason above) inside a step every rank makes together; the other ranks "
+             "cannot be told safely, so the job ends here%s", what, o->part[0] ? " and the unfinished file is removed" : "");
+  }
+#else
+  (void)o, (void)what;
+#endif
+  return st;
 }
 
 static void family_handles_invalid(kv_out_family *of) {
-  of->group = of->status = of->fingerprint = of->message = of->hist = H5I_INVALID_HID;
+  of->group = of->status = of->fingerprint = of->checksum = of->message = of->hist = H5I_INVALID_HID;
   of->fp_distinct = of->fp_majority = of->fp_agrees = H5I_INVALID_HID;
   for (int i = 0; i < KV_N_DOUBLES; i++) of->dbl[i] = H5I_INVALID_HID;
   for (int i = 0; i < KV_N_INTS; i++) of->ints[i] = H5I_INVALID_HID;
@@ -45,6 +87,7 @@ static void family_handles_invalid(kv_out_family *of) {
 static void family_handles_close(kv_out_family *of) {
   kv_h5_close_id(&of->status);
   kv_h5_close_id(&of->fingerprint);
+  kv_h5_close_id(&of->checksum);
   kv_h5_close_id(&of->message);
   kv_h5_close_id(&of->hist);
   kv_h5_close_id(&of->fp_distinct);
@@ -66,6 +109,9 @@ kv_status kv_output_new(const kv_plan *p, MPI_Comm comm, kv_output **out) {
     o->comm = dup;
     o->file = o->t_status = o->t_message = o->t_vstr = H5I_INVALID_HID;
     o->dxpl = H5P_DEFAULT;
+    o->target.fd = o->journal_fd = -1;
+    /* Errors are printed once, by CHECK_H5 with their reason first, not also by HDF5. */
+    if (CHECK_H5(H5Eset_auto2(H5E_DEFAULT, NULL, NULL))) st = KV_ERR;
     if (CHECK_MPI(MPI_Comm_rank(dup, &o->rank)) || CHECK_MPI(MPI_Comm_size(dup, &o->nranks))) st = KV_ERR;
     for (int f = 0; f < p->n_fam; f++) {
       kv_out_family *of = &o->fam[f];
@@ -107,6 +153,8 @@ void kv_output_free(kv_output *o) {
   free(o->sending);
   free(o->send_req);
   if (o->comm != MPI_COMM_NULL) CHECK_MPI(MPI_Comm_free(&o->comm));
+  kv_journal_finish(o, 1);
+  kv_target_discard(&o->target);
   free(o);
 }
 
@@ -114,7 +162,8 @@ void kv_output_free(kv_output *o) {
 kv_status kv_output_mpio_fapl(kv_output *o, hid_t *fapl) {
   *fapl = H5Pcreate(H5P_FILE_ACCESS);
   if (CHECK_H5(*fapl) || CHECK_H5(H5Pset_fapl_mpio(*fapl, o->comm, MPI_INFO_NULL)) ||
-      CHECK_H5(H5Pset_all_coll_metadata_ops(*fapl, 1)) || CHECK_H5(H5Pset_coll_metadata_write(*fapl, 1))) {
+      CHECK_H5(H5Pset_all_coll_metadata_ops(*fapl, 1)) || CHECK_H5(H5Pset_coll_metadata_write(*fapl, 1)) ||
+      kv_h5_no_file_locking(*fapl)) {
     kv_h5_close_id(fapl);
     return KV_ERR;
   }
@@ -142,6 +191,7 @@ static kv_status open_family(kv_output *o, kv_out_family *of) {
   if (CHECK_H5(slot = H5Dopen2(g, name, H5P_DEFAULT))) return KV_ERR;
   KV_OPEN(of->status, "status")
   KV_OPEN(of->fingerprint, "fingerprint")
+  KV_OPEN(of->checksum, "checksum")
   KV_OPEN(of->message, "message")
   KV_OPEN(of->hist, "hist")
   KV_OPEN(of->fp_distinct, "fp_distinct")
@@ -176,7 +226,7 @@ kv_status kv_output_open_writing(kv_output *o, const char *path, hid_t serial_fi
   o->file = serial_file;
 #endif
   for (int f = 0; st == KV_OK && o->file >= 0 && f < o->plan->n_fam; f++) st = open_family(o, &o->fam[f]);
-  st = kv_output_agree(o, st);
+  st = kv_output_agree(o, kv_output_collective(o, st, "opening the file for writing"));
   o->last_flush = MPI_Wtime();
   if (st == KV_OK && o->file >= 0) current_output = o;
   return st;
@@ -252,12 +302,16 @@ kv_status kv_output_close(kv_output *o) {
       st = CHECK_MPI(MPI_Waitall(o->n_sending, o->send_req, MPI_STATUSES_IGNORE));
   }
 #endif
-  if (kv_output_agree(o, st) == KV_OK) st = finish_attributes(o);
-  if (st == KV_OK && o->file >= 0) st = CHECK_H5(H5Fflush(o->file, H5F_SCOPE_GLOBAL));
+  if (kv_output_agree(o, st) == KV_OK) st = kv_output_collective(o, finish_attributes(o), "recording n_results");
+  if (st == KV_OK && o->file >= 0)
+    st = kv_output_collective(o, CHECK_H5(H5Fflush(o->file, H5F_SCOPE_GLOBAL)), "flushing the file");
   for (int f = 0; f < o->plan->n_fam; f++) family_handles_close(&o->fam[f]);
-  if (o->file >= 0 && CHECK_H5(H5Fclose(o->file))) st = KV_ERR;
+  if (o->file >= 0 && CHECK_H5(H5Fclose(o->file))) st = kv_output_collective(o, KV_ERR, "closing the file");
   o->file = H5I_INVALID_HID;
+  if (o->rank == 0) kv_target_trim(&o->target);
   st = kv_output_agree(o, st);
+  /* Every row of every rank is in the closed file now: the journals are no longer needed. */
+  if (st == KV_OK) kv_journal_finish(o, 0);
   kv_output_free(o);
   return st;
 }

@@ -35,11 +35,23 @@ typedef struct {
 
 typedef struct kv_output kv_output;
 
+/* Status of create and resume when the user's input is refused (the file exists, is in use,
+ * is not a regular file, is the deck, does not match the run): exit 2, nothing written.
+ * KV_ERR there is a runtime failure (the file cannot be created or written): exit 3. */
+#define KV_REFUSED 2
+
 /* "parallel" or "serial": the HDF5 flavour this build uses. */
 const char *kv_output_flavour(void);
 
+/* Rank 0, no MPI: may `path` be created (resume: continued)? The checks of create and resume
+ * that need no HDF5, for an early answer and for --dry-run: KV_OK, KV_REFUSED or KV_ERR,
+ * reported (see target.h). */
+kv_status kv_output_check_target(const char *path, int force, int resume, const char *deck_path);
+
 /* Collective. Create `path` (refuses an existing file unless force), write attributes, the
- * deck text, /ranks (infos: nranks rows, significant on rank 0) and the family groups. */
+ * deck text, /ranks (infos: nranks rows, significant on rank 0) and the family groups; KV_OK,
+ * KV_REFUSED or KV_ERR on every rank. The file is laid out as PATH.part-XXXXXXXX, with its
+ * space reserved, and renamed to PATH once complete; rank 0 holds a lock on it until close. */
 kv_status kv_output_create(const char *path, int force, const kv_plan *p, const kv_deck *d,
                            const kv_run_meta *m, const kv_rank_info *infos, MPI_Comm comm,
                            kv_output **o);
@@ -50,6 +62,17 @@ kv_status kv_output_create(const char *path, int force, const kv_plan *p, const 
  * than not_run, and other than error when retry_errors). */
 kv_status kv_output_resume(const char *path, const kv_plan *p, const kv_deck *d, const kv_run_meta *m,
                            int retry_errors, MPI_Comm comm, kv_output **o, unsigned char **done);
+/* (Every row resume keeps is verified first: a status outside the enum, a plan-skipped cell
+ * that is not skipped, or a row whose checksum does not match refuses the file, naming it.
+ * The rows of the journals of the interrupted run are merged into the file before.) */
+
+/* A finished row, before it is handed to kv_output_write: appended to this rank's journal
+ * and synced, so it survives a kill even before its writer gets to it. */
+void kv_output_journal(kv_output *o, const kv_result *r);
+
+/* Called while this rank waits for the others inside the output module (rank 0 polls for
+ * stalled ranks there); NULL for none. */
+void kv_output_set_idle(kv_output *o, void (*idle)(void));
 
 /* Collective, after kv_output_resume: this rank's stored status and fingerprint of every
  * plan case that `done` marks as kept, so the summary, the exit code and the fleet
@@ -63,6 +86,10 @@ kv_status kv_output_kept(kv_output *o, const unsigned char *done, signed char *s
  * wish to stop (signal); out, whether the run stops now (agreed among ranks in the parallel
  * flavour). Flushes when the flush interval has passed. */
 kv_status kv_output_write(kv_output *o, const kv_result *r, int *stop);
+
+/* Not collective: serial flavour, rank 0: write the rows that have arrived from the other
+ * ranks and flush when due (while rank 0 waits for them); otherwise nothing. */
+kv_status kv_output_poll(kv_output *o);
 
 /* Collective: write the fleet fingerprint comparison (n cases, significant on rank 0). */
 kv_status kv_output_fingerprints(kv_output *o, const kv_fp_case *fp, size_t n);

@@ -1,10 +1,12 @@
-/* output_resume.c - kv_output_resume: rank 0 checks that the file is a kval file of this
- * layout version written by the same deck, [run] settings, rank count, mode, seed and
- * backend, with exactly the planned families, each of the planned shape, axis values and
- * parameters (every mismatch is reported with both values), and marks it incomplete again;
- * then the file is opened for writing as after create, the status datasets are read and
- * the per-[rank, case] "done" bitmap is broadcast. kv_output_kept hands each rank the
- * stored status and fingerprint of its kept cases. */
+/* output_resume.c - kv_output_resume: rank 0 locks the file (refused while another job holds
+ * it) and checks that it is a kval file of this layout version written by the same deck,
+ * [run] settings, rank count, mode, seed and backend, with exactly the planned families,
+ * each of the planned shape, axis values and parameters (every mismatch is reported with
+ * both values), that every row it holds is valid and matches its checksum (verify.c), and
+ * marks it incomplete again; then the file is opened for writing as after create, the rows
+ * of the interrupted run's journals are merged in, the status datasets are read and the
+ * per-[rank, case] "done" bitmap is broadcast. kv_output_kept hands each rank the stored
+ * status and fingerprint of its kept cases. */
 #include "output/internal.h"
 
 #include <errno.h>
@@ -15,6 +17,8 @@
 #include <unistd.h>
 
 #include "core/dtype.h"
+#include "output/journal.h"
+#include "output/verify.h"
 
 /* Report the first line where the file's deck text and this run's differ. */
 static void report_deck_diff(const char *path, const char *file_text, const char *run_text) {
@@ -232,14 +236,9 @@ static kv_status check_family_set(const kv_plan *p, hid_t file, const char *path
 /* Rank 0: open and check the file; on success it is marked incomplete and left open. */
 static kv_status probe(kv_output *o, const char *path, const kv_deck *d, const kv_run_meta *m, hid_t *file) {
   *file = H5I_INVALID_HID;
-  if (access(path, F_OK) != 0) {
-    kv_output_user_error("--resume %s: %s", path, strerror(errno));
-    return KV_ERR;
-  }
-  if (access(path, R_OK | W_OK) != 0) {
-    kv_output_user_error("--resume %s: cannot open for reading and writing: %s", path, strerror(errno));
-    return KV_ERR;
-  }
+  kv_status locked = kv_target_check(path, 0, 1, d->path);
+  if (locked == KV_OK) locked = kv_target_lock_existing(&o->target, path);
+  if (locked != KV_OK) return locked;
   htri_t is_h5;
 #if H5_VERSION_GE(1, 12, 0)
   KV_H5_QUIET(is_h5 = H5Fis_accessible(path, H5P_DEFAULT));
@@ -248,15 +247,74 @@ static kv_status probe(kv_output *o, const char *path, const kv_deck *d, const k
 #endif
   if (is_h5 <= 0) {
     kv_output_user_error("--resume %s: not an HDF5 file", path);
-    return KV_ERR;
+    return KV_REFUSED;
   }
-  KV_TRY(kv_output_open_serial(path, file));
+  if (kv_output_open_serial(path, file)) return KV_REFUSED;
   kv_status st = check_identity(o, *file, path, d, m);
   if (st == KV_OK) st = check_family_set(o->plan, *file, path);
   for (int f = 0; st == KV_OK && f < o->plan->n_fam; f++) st = check_family(o, *file, path, &o->fam[f]);
+  for (int f = 0; st == KV_OK && f < o->plan->n_fam; f++) st = kv_verify_family(o, *file, path, &o->fam[f]);
+  int found = 0;
+  if (st == KV_OK && (kv_h5_attr_read_u64(*file, "file_id", (unsigned long long *)&o->file_id, &found) || !found)) {
+    kv_output_user_error("--resume %s: the file has no 'file_id' attribute (written by an older kval)", path);
+    st = KV_ERR;
+  }
+  /* Only now is the file changed: everything above refuses it as it is. */
   if (st == KV_OK) st = kv_h5_attr_set_i64(*file, "complete", 0);
   if (st == KV_OK) st = CHECK_H5(H5Fflush(*file, H5F_SCOPE_GLOBAL));
   if (st != KV_OK) kv_h5_close_id(file);
+  return st == KV_OK ? KV_OK : KV_REFUSED;
+}
+
+/* Collective: write the rows of every rank's journal of the interrupted run into the file,
+ * flush, and start the journals afresh. */
+static kv_status merge_journals(kv_output *o, const char *path) {
+  kv_result *rows = NULL;
+  size_t n = 0;
+  kv_status st = kv_output_agree(o, kv_journal_read(o, path, &rows, &n));
+  long long mine = (long long)n, most = 0, total = 0;
+  if (st == KV_OK && (CHECK_MPI(MPI_Allreduce(&mine, &most, 1, MPI_LONG_LONG, MPI_MAX, o->comm)) ||
+                      CHECK_MPI(MPI_Allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, o->comm))))
+    st = KV_ERR;
+#if KV_HDF5_PARALLEL
+  for (long long k = 0; st == KV_OK && k < most; k++) {
+    int stop = 0;
+    st = kv_output_agree(o, kv_output_write(o, k < mine ? &rows[k] : NULL, &stop));
+  }
+  if (st == KV_OK) st = kv_output_collective(o, CHECK_H5(H5Fflush(o->file, H5F_SCOPE_GLOBAL)), "flushing");
+#else
+  int *counts = NULL, *displs = NULL;
+  kv_result *all = NULL;
+  if (st == KV_OK && (double)total * sizeof *rows > (double)INT_MAX) {
+    kv_report(__FILE__, __LINE__, "output", "%lld journal rows exceed one gather", total);
+    st = KV_ERR;
+  }
+  st = kv_output_agree(o, st);
+  if (st == KV_OK && o->rank == 0) {
+    counts = KV_CALLOC((size_t)o->nranks, sizeof *counts);
+    displs = KV_CALLOC((size_t)o->nranks, sizeof *displs);
+    all = KV_MALLOC((size_t)total * sizeof *all + 1);
+    if (!counts || !displs || !all) st = KV_ERR;
+  }
+  int bytes = (int)(n * sizeof *rows);
+  if (kv_output_agree(o, st) == KV_OK)
+    st = CHECK_MPI(MPI_Gather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, o->comm));
+  for (int r = 1; st == KV_OK && o->rank == 0 && r < o->nranks; r++) displs[r] = displs[r - 1] + counts[r - 1];
+  if (st == KV_OK)
+    st = CHECK_MPI(MPI_Gatherv(rows, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, o->comm));
+  for (long long k = 0; st == KV_OK && o->rank == 0 && k < total; k++) {
+    int stop = 0;
+    st = kv_output_write(o, &all[k], &stop);
+  }
+  if (st == KV_OK && o->rank == 0) st = CHECK_H5(H5Fflush(o->file, H5F_SCOPE_GLOBAL));
+  free(counts), free(displs), free(all);
+  (void)most;
+#endif
+  free(rows);
+  st = kv_output_agree(o, st);
+  if (st == KV_OK && o->rank == 0 && total > 0)
+    kv_output_user_error("--resume: %lld finished row(s) of the interrupted run recovered from its journals", total);
+  if (st == KV_OK) kv_journal_start(o, path);
   return st;
 }
 
@@ -299,6 +357,7 @@ kv_status kv_output_resume(const char *path, const kv_plan *p, const kv_deck *d,
   }
   if (st == KV_OK && o->rank == 0) st = probe(o, path, d, m, &serial_file);
   st = kv_output_agree(o, st);
+  if (st == KV_OK) st = CHECK_MPI(MPI_Bcast(&o->file_id, 1, MPI_UINT64_T, 0, o->comm));
 #if KV_HDF5_PARALLEL
   if (serial_file >= 0 && CHECK_H5(H5Fclose(serial_file))) st = KV_ERR;
   serial_file = H5I_INVALID_HID;
@@ -306,13 +365,13 @@ kv_status kv_output_resume(const char *path, const kv_plan *p, const kv_deck *d,
 #endif
   if (st == KV_OK) st = kv_output_open_writing(o, path, serial_file);
   else kv_h5_close_id(&serial_file);
-  if (st == KV_OK && o->file >= 0) st = read_done(o, retry_errors, bits);
-  if (kv_output_agree(o, st) == KV_OK) st = CHECK_MPI(MPI_Bcast(bits, (int)n, MPI_UNSIGNED_CHAR, 0, o->comm));
-  else st = KV_ERR;
+  if (st == KV_OK) st = merge_journals(o, path);
+  if (st == KV_OK && o->file >= 0) st = kv_output_collective(o, read_done(o, retry_errors, bits), "reading status");
+  if ((st = kv_output_agree(o, st)) == KV_OK) st = CHECK_MPI(MPI_Bcast(bits, (int)n, MPI_UNSIGNED_CHAR, 0, o->comm));
   if (st != KV_OK) {
     free(bits);
     kv_output_free(o);
-    return KV_ERR;
+    return st;
   }
   *out = o;
   *done = bits;

@@ -8,8 +8,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/dtype.h"
+#include "output/row.h"
 
 /* Family slot of a result, or -1 (reported) when the row does not fit the plan. */
 static int result_slot(const kv_output *o, const kv_result *r) {
@@ -50,6 +52,12 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
   signed char status = (signed char)src->status;
   char message[KV_MESSAGE_LEN];
   strncpy(message, src->message, KV_MESSAGE_LEN);
+  unsigned char row[KV_ROW_BYTES];
+  uint64_t checksum = 0;
+  if (r) {
+    kv_row_from_result(r, row);
+    checksum = kv_row_checksum(row);
+  }
 
   hid_t fs, ms, hfs, hms;
   KV_TRY(kv_h5_select(nd, of->dims, start, r ? count : NULL, 1, &fs, &ms));
@@ -69,6 +77,7 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
   KV_RESULT_INTS(KV_X)
 #undef KV_X
   if (st == KV_OK) st = CHECK_H5(H5Dwrite(of->hist, H5T_NATIVE_UINT64, hms, hfs, o->dxpl, src->stats.hist));
+  KV_W(of->checksum, H5T_NATIVE_UINT64, &checksum)
   /* Status last: the writes reach the file at once and in this order (serial: no data
    * sieve, see kv_h5_serial_fapl; parallel: MPI-IO writes), so a process killed mid-cell
    * leaves status not_run and --resume reruns the cell instead of keeping it half-written. */
@@ -100,13 +109,16 @@ kv_status kv_output_write(kv_output *o, const kv_result *r, int *stop) {
   v[FLUSH] = o->rank == 0 && flush_due(o);
   if (r && (f = result_slot(o, r)) < 0) v[FAILED] = 1;
   if (f >= 0) v[FAMILY + f] = 1;
-  KV_TRY(CHECK_MPI(MPI_Allreduce(v, all, n, MPI_INT, MPI_MAX, o->comm)));
-  kv_status st = all[FAILED] ? KV_ERR : KV_OK;
+  MPI_Request req;
+  KV_TRY(CHECK_MPI(MPI_Iallreduce(v, all, n, MPI_INT, MPI_MAX, o->comm, &req)));
+  KV_TRY(kv_output_wait(o, &req));
+  kv_status st = KV_OK;
   for (int g = 0; g < o->plan->n_fam; g++)
     if (all[FAMILY + g] && write_cell(o, g, g == f ? r : NULL) != KV_OK) st = KV_ERR;
   if (all[FLUSH] && flush(o) != KV_OK) st = KV_ERR;
   *stop = all[STOP];
-  return st;
+  st = kv_output_collective(o, st, "writing a round of results");
+  return all[FAILED] ? KV_ERR : st; /* a row outside the plan: agreed, nothing written for it */
 }
 #else
 /* Free the buffers of completed sends. */
@@ -160,10 +172,13 @@ kv_status kv_output_drain(kv_output *o, int until_done) {
   for (;;) {
     MPI_Status s;
     int flag = 1;
-    if (until_done && o->n_done < o->nranks - 1)
-      KV_TRY(CHECK_MPI(MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, o->comm, &s)));
-    else
-      KV_TRY(CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, o->comm, &flag, &s)));
+    KV_TRY(CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, o->comm, &flag, &s)));
+    if (!flag && until_done && o->n_done < o->nranks - 1) { /* wait for the others, noticing a stall */
+      const struct timespec pause = {0, 1000000};
+      if (o->idle) o->idle();
+      nanosleep(&pause, NULL);
+      continue;
+    }
     if (!flag) return st;
     int bytes = 0;
     KV_TRY(CHECK_MPI(MPI_Get_count(&s, MPI_BYTE, &bytes)));
@@ -190,6 +205,13 @@ kv_status kv_output_drain(kv_output *o, int until_done) {
   }
 }
 
+kv_status kv_output_poll(kv_output *o) {
+  if (o->rank != 0) return KV_OK;
+  kv_status st = kv_output_drain(o, 0);
+  if (flush_due(o) && flush(o) != KV_OK) st = KV_ERR;
+  return st;
+}
+
 kv_status kv_output_write(kv_output *o, const kv_result *r, int *stop) {
   (void)stop; /* serial flavour: each rank keeps its own wish to stop */
   if (o->rank != 0) {
@@ -202,6 +224,13 @@ kv_status kv_output_write(kv_output *o, const kv_result *r, int *stop) {
   if (kv_output_drain(o, 0) != KV_OK) st = KV_ERR;
   if (flush_due(o) && flush(o) != KV_OK) st = KV_ERR;
   return st;
+}
+#endif
+
+#if KV_HDF5_PARALLEL
+kv_status kv_output_poll(kv_output *o) {
+  (void)o; /* every write is a collective round */
+  return KV_OK;
 }
 #endif
 
@@ -257,5 +286,5 @@ kv_status kv_output_fingerprints(kv_output *o, const kv_fp_case *fp, size_t n) {
   KV_TRY(kv_output_agree(o, st));
   for (int f = 0; st == KV_OK && o->file >= 0 && f < o->plan->n_fam; f++) st = write_fp_family(o, f, fp, n);
   if (st == KV_OK && o->file >= 0) st = flush(o);
-  return kv_output_agree(o, st);
+  return kv_output_agree(o, kv_output_collective(o, st, "writing the fingerprint comparison"));
 }

@@ -12,9 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "input/estimate.h"
 #include "run/fleet.h"
 #include "run/inject.h"
 #include "run/judge.h"
+#include "run/progress.h"
 #include "numerics/errstats.h"
 #include "numerics/fingerprint.h"
 #include "numerics/rng.h"
@@ -117,9 +119,14 @@ static void print_progress(progress *pg, int force) {
   if (!force && now - pg->last_print < 5.0) return;
   pg->last_print = now;
   double elapsed = now - pg->start;
-  double frac = pg->est_total > 0 ? pg->est_done / pg->est_total : 1.0;
-  double eta = frac > 0 ? elapsed * (1.0 - frac) / frac : 0.0;
-  fprintf(stderr, "kval: rank 0: %zu/%zu cases done, %.0f s elapsed, ETA %.0f s\n", pg->done, pg->total, elapsed, eta);
+  /* The estimate of what is left, scaled by how the estimate of what is done compared with
+   * the time it took (within 0.1x - 10x: early cases say little about the later ones). */
+  double pace = pg->est_done > 0 ? elapsed / pg->est_done : 1.0;
+  pace = pace < 0.1 ? 0.1 : pace > 10.0 ? 10.0 : pace;
+  char t_elapsed[32], t_eta[32];
+  fprintf(stderr, "kval: rank 0: %zu/%zu cases done, %s elapsed, ETA %s\n", pg->done, pg->total,
+          kv_format_seconds(elapsed, t_elapsed, sizeof t_elapsed),
+          kv_format_seconds((pg->est_total - pg->est_done) * pace, t_eta, sizeof t_eta));
 }
 
 kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backend *be, const kv_rank_info *info,
@@ -180,9 +187,11 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
      * rounds and the final collectives, so nothing is lost and no rank hangs; it ends
      * through the fatal path once the file is closed (app.c). */
     int have = round < n_mine && !stop_signal && !kv_fatal_pending();
+    kv_progress_case(have ? (long long)mine[round] : KV_PROGRESS_IDLE); /* rank 0 watches for stalled ranks */
     if (have) {
       size_t ci = mine[round];
       run_case(p, ci, be, info, inj, n_inj, rank, &r);
+      kv_output_journal(o, &r); /* durable before it is reported or handed to the writer */
       status[ci] = (signed char)r.status;
       fps[ci] = r.fingerprint;
       count_status(sum, r.status);
@@ -203,6 +212,7 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
       break;
     }
   }
+  kv_progress_case(KV_PROGRESS_IDLE); /* serial HDF5: rank 0 waits here for the others, watching them */
   if (rank == 0 && !opt->quiet) print_progress(&pg, 1);
   free(mine);
   /* A signal may reach some ranks only: agree before the collective comparison. */

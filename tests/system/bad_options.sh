@@ -1,7 +1,7 @@
 #!/bin/sh
 # bad_options.sh - malformed command lines given to the real binary (cpu backend): each
 # must exit 2 (never crash, hang or start a run), print a message naming the option (or the
-# file) and the bad value, and create no output file (nor PATH.part). A few run under
+# file) and the bad value, and create no output file (nor PATH.part-*, PATH.journal-*). A few run under
 # mpirun with 2 ranks: every rank exits 2, without MPI_Abort. tests/unit/test_cli.c checks
 # the option parser's messages one by one; this checks the whole program around it.
 # (Malformed decks: tests/system/bad_decks.sh with tests/decks/bad/*.deck.)
@@ -24,10 +24,10 @@ bad() {
   problem=
   [ "$got" -eq 2 ] || problem="exit $got, expected 2"
   grep -F -q -e "$phrase" "$tmp/log" || problem="${problem:+$problem; }no '$phrase'"
-  for f in "$out" "$out.part" "$tmp/other.h5" "$tmp/other.h5.part"; do
+  for f in "$out" "$out".part* "$out".journal* "$tmp/other.h5" "$tmp/other.h5".part* "$tmp/other.h5".journal*; do
     [ ! -e "$f" ] || problem="${problem:+$problem; }created $(basename "$f")"
   done
-  rm -f "$out" "$out.part" "$tmp/other.h5" "$tmp/other.h5.part"
+  rm -f "$out" "$out".part* "$out".journal* "$tmp/other.h5" "$tmp/other.h5".part* "$tmp/other.h5".journal*
   if [ -n "$problem" ]; then
     failures=$((failures + 1))
     echo "FAIL: kval $*: $problem"
@@ -71,9 +71,33 @@ bad "--force and --resume exclude each other" $k --resume "$tmp/exists.h5" --for
 bad "name different files" $k --resume "$tmp/exists.h5" -o "$tmp/other.h5" "$deck"
 bad "output file '$tmp/exists.h5' exists; use --force" $k "$deck" -o "$tmp/exists.h5"
 bad "is a directory; give a file name with -o" $k --force "$deck" -o "$tmp"
-bad "directory '$tmp/no/such': No such file or directory" $k "$deck" -o "$tmp/no/such/out.h5"
 bad "cannot read the deck: Is a directory" $k "$tmp" -o "$out"
 bad "cannot open the deck: No such file or directory" $k "$tmp/none.deck" -o "$out"
+# Outputs that are not regular files, or are the input, are refused even with --force and
+# left as they are; a deck that is not a regular file is refused at once (a FIFO used to
+# block kval forever; `limit` above catches a hang).
+mkfifo "$tmp/fifo"
+ln -s "$tmp/exists.h5" "$tmp/link.h5"
+cp "$deck" "$tmp/deck.deck" && ln "$tmp/deck.deck" "$tmp/deck.hardlink"
+bad "output file '/dev/null' is a character device, not a regular file" $k --force "$deck" -o /dev/null
+[ -c /dev/null ] || { failures=$((failures + 1)); echo "FAIL: /dev/null is no longer a character device"; }
+bad "output file '$tmp/fifo' is a FIFO (named pipe), not a regular file" $k --force "$deck" -o "$tmp/fifo"
+bad "output file '$tmp/link.h5' is a symbolic link, not a regular file" $k --force "$deck" -o "$tmp/link.h5"
+bad "output file '$tmp/deck.deck' is the deck '$tmp/deck.deck'" $k --force "$tmp/deck.deck" -o "$tmp/deck.deck"
+bad "output file '$tmp/deck.hardlink' is the deck" $k --force "$tmp/deck.deck" -o "$tmp/deck.hardlink"
+cmp -s "$deck" "$tmp/deck.deck" || { failures=$((failures + 1)); echo "FAIL: the deck was written over"; }
+bad "the deck is a FIFO (named pipe), not a regular file" $k "$tmp/fifo" -o "$out"
+bad "the deck is a character device, not a regular file" $k /dev/zero -o "$out"
+bad "output file '/dev/null' is a character device, not a regular file: kval writes only regular files (give another file name with --resume)" $k "$deck" --resume /dev/null
+# --dry-run refuses what the run would refuse.
+bad "output file '$tmp/exists.h5' exists; use --force" $k --dry-run "$deck" -o "$tmp/exists.h5"
+bad "output file '/dev/null' is a character device" $k --dry-run --force "$deck" -o /dev/null
+bad "--resume $tmp/none.h5: No such file or directory" $k --dry-run "$deck" --resume "$tmp/none.h5"
+# What the user typed is shown escaped: a right-to-left override is \u{202e}, never raw.
+bad "--mode: invalid value 'fleet\u{202e}'" $k --mode "$(printf 'fleet\342\200\256')" "$deck" -o "$out"
+if grep -q "$(printf '\342\200\256')" "$tmp/log"; then failures=$((failures + 1)); echo "FAIL: a raw U+202E in the message"; fi
+bad "output file '$tmp/exists.h5\u{200b}' is a directory" $k "$deck" -o "$(mkdir "$tmp/exists.h5$(printf '\342\200\213')" && printf '%s' "$tmp/exists.h5")$(printf '\342\200\213')"
+
 # Two ranks: every rank agrees and exits 2.
 bad "--set:1:13: error: not an integer" $MPIRUN -np 2 $k --set "fa2.headdim=sixty" "$deck" -o "$out"
 bad "--inject nan@2: rank 2 does not exist" $MPIRUN -np 2 $k --inject nan@2 "$deck" -o "$out"

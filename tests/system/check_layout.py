@@ -3,7 +3,8 @@
 layout"), with h5py and with xarray (engine h5netcdf, one group at a time): root attributes,
 /ranks (one row per rank), every family group with its axis, rank and hist_bin dimension
 scales, the per-cell datasets with their types, fill values and named dimensions, the status
-enum, the fingerprint comparison datasets, and the contents of cells that were not run.
+enum, the fingerprint comparison datasets, the contents of cells that were not run, and the
+row checksum of every cell that holds a result (tests/system/kvrows.py).
 
 Usage: python3 tests/system/check_layout.py FILE [FILE...] --nranks N [--expect-run]
   --expect-run  the file comes from a finished run: complete == 1, every planned case has a
@@ -18,6 +19,9 @@ import sys
 import h5py
 import numpy as np
 import xarray as xr
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kvrows  # noqa: E402  (the row checksum, src/output/row.c)
 
 try:  # the xarray engine; without it only the h5py checks run (said on stderr)
     import h5netcdf  # noqa: F401
@@ -43,7 +47,8 @@ RANK_FIELDS = {"host": "s", "local_rank": "i", "local_size": "i", "device_index"
                "uuid": "s", "serial": "s", "pci_bus_id": "s", "sm_count": "i", "cc_major": "i", "cc_minor": "i",
                "memory_bytes": "f", "driver_version": "i", "runtime_version": "i", "copy_gbps": "f",
                "matrix_tflops": "f", "fp64_tflops": "f", "nvml": "s"}
-SPECIAL = {"status", "fingerprint", "message", "hist", "fp_distinct", "fp_majority", "fp_agrees", "rank", "hist_bin"}
+SPECIAL = {"status", "fingerprint", "checksum", "message", "hist", "fp_distinct", "fp_majority", "fp_agrees", "rank",
+           "hist_bin"}
 
 
 def result_fields():
@@ -82,11 +87,12 @@ class Checker:
         for name in ROOT_STRINGS:
             if self.expect(name in a, "/", "attribute %s missing" % name):
                 self.expect(isinstance(a[name], str), "/", "attribute %s is not a string" % name)
-        for name in ("seed", "nranks", "layout_version", "complete"):
+        for name in ("seed", "file_id", "nranks", "layout_version", "complete"):
             self.expect(name in a, "/", "attribute %s missing" % name)
         if self.problems:
             return False
         self.expect(a["seed"].dtype == np.uint64, "/", "seed is %s, expected uint64" % a["seed"].dtype)
+        self.expect(a["file_id"].dtype == np.uint64 and int(a["file_id"]) != 0, "/", "file_id is not a nonzero uint64")
         self.expect(int(a["nranks"]) == self.nranks, "/", "nranks %s, expected %d" % (a["nranks"], self.nranks))
         want = layout_version()
         self.expect(int(a["layout_version"]) == want, "/", "layout_version %s, expected %d" % (a["layout_version"], want))
@@ -173,7 +179,8 @@ class Checker:
         edges = np.concatenate(([-np.inf], np.arange(-13, 5, dtype=float), [np.nan]))
         self.expect(np.array_equal(hist_bin[()], edges, equal_nan=True), where + "/hist_bin", "values %s" % hist_bin[()])
         full, cell_scales = (self.nranks,) + shape, [rank] + axis_scales
-        spec = {"status": (full, None, 0), "fingerprint": (full, np.uint64, 0), "message": (full, "S96", b""),
+        spec = {"status": (full, None, 0), "fingerprint": (full, np.uint64, 0), "checksum": (full, np.uint64, 0),
+                "message": (full, "S96", b""),
                 "hist": (full + (HIST_BINS,), np.uint64, 0), "fp_distinct": (shape, np.int32, 0),
                 "fp_majority": (shape, np.uint64, 0), "fp_agrees": (full, np.int8, 2)}
         spec.update({d: (full, np.float64, np.nan) for d in doubles})
@@ -226,12 +233,16 @@ class Checker:
         fills = [(n, g[n][()].reshape(self.nranks, -1), "nan") for n in doubles] + \
                 [(n, g[n][()].reshape(self.nranks, -1), -1) for n in ints] + \
                 [("fingerprint", g["fingerprint"][()].reshape(self.nranks, -1), 0),
+                 ("checksum", g["checksum"][()].reshape(self.nranks, -1), 0),
                  ("hist", g["hist"][()].reshape(self.nranks, -1, HIST_BINS).sum(axis=2), 0)]
         for name, v, fill in fills:
             is_fill = np.isnan(v) if fill == "nan" else v == fill
             n = int((not_run & ~is_fill).sum())
             self.expect(n == 0, where + "/" + name, "%d not-run cells do not hold the fill value %s" % (n, fill))
         self.expect(not (not_run & ~empty).any(), where + "/message", "not-run cells with a message")
+        sums = kvrows.group_checksums(g).reshape(self.nranks, -1)
+        wrong = ~not_run & (sums != g["checksum"][()].reshape(self.nranks, -1))
+        self.expect(not wrong.any(), where + "/checksum", "%d rows do not match their checksum" % wrong.sum())
         skipped = flat == SKIPPED
         self.expect(not (skipped & empty).any(), where + "/message", "skipped cells without a reason")
         plan_skipped = skipped.all(axis=0) & (msg == msg[0]).all(axis=0)
@@ -269,7 +280,7 @@ class Checker:
         want_dims.update({a: s.shape[0] for a, s in zip(axes, axis_scales)})
         self.expect(dict(ds.sizes) == want_dims, where, "dimensions %s, expected %s" % (dict(ds.sizes), want_dims))
         cell = ("rank",) + tuple(axes)
-        for v in ["status", "fingerprint", "message", "fp_agrees"] + doubles + ints:
+        for v in ["status", "fingerprint", "checksum", "message", "fp_agrees"] + doubles + ints:
             self.expect(ds[v].dims == cell, where, "%s has dims %s, expected %s" % (v, ds[v].dims, cell))
         for v in doubles:
             self.expect(ds[v].dtype == np.float64, where, "%s decoded as %s" % (v, ds[v].dtype))

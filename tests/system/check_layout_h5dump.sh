@@ -1,9 +1,9 @@
 #!/bin/sh
 # check_layout_h5dump.sh - the essentials of the kval HDF5 layout checked with h5dump alone (no
 # Python): root attributes, /ranks with one row per rank, every family group with its
-# attributes, the status enum (int8 with the six names), the fixed datasets and every result
-# field of src/core/result.h, a DIMENSION_LIST on every per-cell dataset and the dimension-scale
-# CLASS on rank, hist_bin and each axis.
+# attributes, the status enum (int8 with the six names), the fixed datasets (checksum among
+# them) and every result field of src/core/result.h, a DIMENSION_LIST on every per-cell
+# dataset and the dimension-scale CLASS on rank, hist_bin and each axis.
 # Usage: tests/system/check_layout_h5dump.sh FILE NRANKS     (H5DUMP overrides the h5dump binary)
 # Exit 0 when the file conforms, 1 with one line per problem otherwise.
 
@@ -75,7 +75,7 @@ has_attrs() { # has_attrs WHERE ATTRLIST NAME...
 # --- root ---
 root=$(grep '^G|/|' "$tmp/objects" | cut -d'|' -f3)
 has_attrs / "$root" kval_version git_commit command_line deck_text deck_path creation_time mpi_version \
-  hdf5_version cuda_runtime cuda_driver slurm_job_id slurm_nodes backend mode seed nranks hdf5_flavour \
+  hdf5_version cuda_runtime cuda_driver slurm_job_id slurm_nodes backend mode seed file_id nranks hdf5_flavour \
   layout_version status_names complete
 [ "$(attr_of /nranks)" = "$nranks" ] || bad "/: nranks is '$(attr_of /nranks)', expected $nranks"
 version=$(sed -n 's/^#define KV_LAYOUT_VERSION \([0-9]*\)$/\1/p' "$here/../../src/output/internal.h")
@@ -112,7 +112,7 @@ for g in $families; do
     line=$(grep "^D|$g|$s|" "$tmp/objects")
     case $line in *",CLASS,"*) ;; *) bad "$g/$s: not a dimension scale (dataset or CLASS attribute missing)" ;; esac
   done
-  for d in status fingerprint message hist fp_distinct fp_majority fp_agrees $fields; do
+  for d in status fingerprint checksum message hist fp_distinct fp_majority fp_agrees $fields; do
     line=$(grep "^D|$g|$d|" "$tmp/objects")
     if [ -z "$line" ]; then bad "$g: dataset $d missing"; continue; fi
     case $line in *",DIMENSION_LIST,"*) ;; *) bad "$g/$d: no DIMENSION_LIST (dimension scales not attached)" ;; esac

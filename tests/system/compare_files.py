@@ -25,7 +25,8 @@ NOT_RUN, SKIPPED = 0, 4
 # Per-cell datasets that measure time, the machine or the moment, not the computation.
 IGNORED = {"time_min", "time_median", "time_mean", "time_p10", "time_p90", "time_stddev", "reps", "tflops",
            "gbps", "roofline_frac", "ref_seconds", "sm_clock_min", "sm_clock_max", "mem_clock", "temperature",
-           "power", "throttle_reasons", "clock_flag"}
+           "power", "throttle_reasons", "clock_flag",
+           "checksum"}  # a hash of the row, timings included
 FLEET = {"fp_distinct", "fp_majority", "fp_agrees"}  # written at the end of an uninterrupted run
 ROOT_ATTRS = ("deck_text", "run_settings", "seed", "nranks", "mode", "backend", "layout_version")
 FAMILY_ATTRS = ("axes", "n_cells", "n_valid", "n_skipped")

@@ -11,10 +11,11 @@ kill:
 - every cell that holds a result equals the cell of one uninterrupted reference run
   (tests/system/compare_files.py --subset), and every other cell holds fill values, except at
   most one cell per rank whose write the kill cut short (its status is still not_run);
-- every case that had finished at least GRACE seconds before the kill is in the file. The
-  deck sets every tolerance to zero, so each finished case prints a fail_tolerance line at
-  once; the test timestamps those lines. GRACE is a few seconds at most (2 x the longest
-  case of the reference run + 0.25 s, at least 0.5 s and at most 3 s);
+- every case reported finished before the kill survived it: it is in the file or in its
+  rank's journal (PATH.journal-<rank>, which --resume merges), with the reference's status
+  and fingerprint. The deck sets every tolerance to zero, so each finished case prints a
+  fail_tolerance line; kval journals (and syncs) a row before it prints it, so no grace
+  period is needed: a line the test has seen means the row is durable, under any load;
 - every fifth killed file is finished with --resume and must then equal the reference
   case for case.
 
@@ -33,7 +34,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 try:
+    import h5py
     from compare_files import Run, compare
+    from kvrows import journal_rows
 except ImportError as e:
     print(f"SKIP: {e}")
     sys.exit(77)
@@ -212,7 +215,7 @@ def run_trials(tmp):
 def wait_moment(job, rng, total):
     """Sleep until a random moment of the run: one run in five during start-up and file
     creation, the others after a random number of finished cases (a quarter of them at
-    least, so that many are due in the file) plus a fraction of one."""
+    least, so that many must survive) plus a fraction of one."""
     if rng.random() < 0.2:
         time.sleep(rng.uniform(0.0, 0.5))
         return
@@ -241,7 +244,7 @@ def trial(i, rng, tmp, deck, ref, total):
     finished = job.finished()
     n_done = sum(1 for f in finished if f[0] <= killed)
     n_due = len(due_cases(finished, killed))
-    label = f"run {i}: SIGKILL {what} at {killed:.2f} s ({n_done} cases finished, {n_due} due in the file)"
+    label = f"run {i}: SIGKILL {what} at {killed:.2f} s ({n_done} cases finished, {n_due} reported finished in all: each must be in the file or its journal)"
     problems = check_file(path, ref, finished, killed)
     kept = "no file" if not os.path.exists(path) or problems else f"{Run(path).n_results()} results in the file"
     if not problems and os.path.exists(path) and i % 5 == 0:
@@ -257,46 +260,27 @@ def trial(i, rng, tmp, deck, ref, total):
 
 
 FLAVOUR = os.environ.get("KV_HDF5_FLAVOUR", "serial")
-SLACK = 0.25  # seconds for a row to travel and be written once its writer has control
 LOCK_WAIT = 10.0  # seconds a lock left by a dying rank may take to go
 
 
 def due_cases(finished, killed):
-    """The finished cases the file must hold, by when their writer last had control:
-    serial HDF5 - rank 0 writes its own rows at once and the other ranks' rows between its
-    own cases, so another rank's row is due once rank 0 finished a case after it arrived;
-    parallel HDF5 - the k-th row of every rank is written in round k, once every rank has
-    finished its k-th case. No fixed time bound is used: under load a case can take longer
-    than in any reference run."""
-    by_rank = {}
-    for f in sorted(finished):
-        by_rank.setdefault(f[1], []).append(f)
-    limit = killed - SLACK
-    due = []
-    for t, r, fam, cell in finished:
-        if FLAVOUR == "parallel":
-            k = [f[0] for f in by_rank[r]].index(t)
-            is_due = all(len(by_rank.get(q, [])) > k and by_rank[q][k][0] <= limit for q in range(NRANKS))
-        elif r == 0:
-            is_due = t <= limit
-        else:
-            is_due = any(t + SLACK <= t0 <= limit for t0, *_ in by_rank.get(0, []))
-        if is_due:
-            due.append((killed - t, r, fam, cell))
-    return due
+    """Every case whose finished line the test saw, whenever it read it: a rank writes the
+    line only after its journal holds the row, so a line it wrote predates its death."""
+    return [(killed - t, r, fam, cell) for t, r, fam, cell in finished]
 
 
 def check_file(path, ref, finished, killed):
     due = due_cases(finished, killed)
     if not os.path.exists(path):
         return [f"no file at {path}, but {len(due)} cases had finished"] if due else []
-    # A rank that outlived the session check still holds the file's lock until the kernel has
-    # finished tearing it down: a lock conflict is retried for up to LOCK_WAIT seconds; any
-    # other failure to open is what this test looks for.
+    # A rank that outlived the session check may still hold the file open until the kernel
+    # has finished tearing it down: a failure to open is retried for up to LOCK_WAIT seconds.
     deadline = time.monotonic() + LOCK_WAIT
     while True:
         try:
             run = Run(path)
+            with h5py.File(path, "r") as f:
+                file_id = int(f.attrs["file_id"])
             break
         except Exception as e:
             if "unable to lock file" in str(e) and time.monotonic() < deadline:
@@ -304,10 +288,19 @@ def check_file(path, ref, finished, killed):
                 continue
             return [f"the file does not open: {e}"]
     problems = compare(run, ref, subset=True, torn=NRANKS)
+    journal = {}
+    for r in range(NRANKS):
+        for row in journal_rows(path, r, file_id):
+            journal[(r, row["family"], row["cell"])] = row
+            want = ref.families[row["family"]]["data"]
+            if (row["status"], row["fingerprint"]) != (want["status"][r].ravel()[row["cell"]],
+                                                       want["fingerprint"][r].ravel()[row["cell"]]):
+                problems.append(f"journal of rank {r}: {row['family']} cell {row['cell']} differs from the reference")
     for age, r, fam, cell in due:
         status = run.families[fam]["data"]["status"]
-        if status[r].ravel()[cell] == 0:
-            problems.append(f"{fam} cell {cell} of rank {r} finished {age:.2f} s before the kill but is not in the file")
+        if status[r].ravel()[cell] == 0 and (r, fam, cell) not in journal:
+            problems.append(f"{fam} cell {cell} of rank {r} finished {age:.2f} s before the kill but is neither in "
+                            "the file nor in its journal")
     return problems
 
 

@@ -54,12 +54,15 @@ EOF
 # message, as a backend failure leaves them. The fleet comparison goes back to its fill
 # and `complete` to 0, as after an interruption.
 reset() {
-  "$PYTHON" - "$1" "$2" <<'EOF'
+  "$PYTHON" - "$1" "$2" "$top_srcdir/tests/system" <<'EOF'
 import sys
 import h5py
 import numpy as np
 path, mode = sys.argv[1], sys.argv[2]
-fill = {"fingerprint": 0, "hist": 0, "message": b"", "fp_agrees": 2, "fp_distinct": 0, "fp_majority": 0}
+sys.path.insert(0, sys.argv[3])
+import kvrows
+fill = {"fingerprint": 0, "checksum": 0, "hist": 0, "message": b"", "fp_agrees": 2, "fp_distinct": 0,
+        "fp_majority": 0}
 with h5py.File(path, "r+") as f:
     f.attrs["complete"] = 0
     for name, g in f.items():
@@ -90,6 +93,9 @@ with h5py.File(path, "r+") as f:
             msg = g["message"][...]
             msg[pick] = b"simulated backend error"
             g["message"][...] = msg
+            sums = g["checksum"][...]
+            sums[pick] = kvrows.group_checksums(g)[pick]  # as kval writes an error row
+            g["checksum"][...] = sums
 EOF
 }
 
@@ -172,6 +178,38 @@ refuse resume_and_output "name different files" $one "$deck" --resume "$t" -o "$
 refuse resume_and_force "--force and --resume exclude each other" $one "$deck" --resume "$t" --force
 refuse retry_without_resume "--retry-errors needs --resume FILE" $one "$deck" --retry-errors -o "$tmp/x.h5"
 [ ! -e "$tmp/x.h5" ] && [ ! -e "$tmp/other.h5" ] && [ ! -e "$tmp/none.h5" ] || fail "a refused run created a file"
+# Damaged rows are never kept: a status outside the enum, a plan-skipped cell made "pass", a
+# changed fingerprint or statistic (the row checksum) refuses the file, naming the row.
+# damage NAME PHRASE PYTHON: PYTHON edits the copy f (h5py, r+) of the target; the resume
+# must exit 2 saying PHRASE and leave the damaged file as it was.
+damage() {
+  n=$1 phrase=$2 edit=$3
+  cp "$tmp/target.orig" "$tmp/$n.h5"
+  "$PYTHON" -c "
+import h5py, numpy as np
+with h5py.File('$tmp/$n.h5', 'r+') as f:
+    g = [f[k] for k in f if k != 'ranks' and (f[k]['status'][...] == 1).any()][0]  # a family with a kept pass
+    s = g['status'][...]
+    kept = np.argwhere(s == 1)[0]
+    gs = f['gemm']  # cublas is skipped by the plan on the cpu backend
+    ss = gs['status'][...]
+    skip = np.argwhere(ss == 4)[0]
+    $edit
+" 2>"$tmp/$n.py.err" || { fail "$n: cannot damage the file: $(tail -n 2 "$tmp/$n.py.err")"; return; }
+  cp "$tmp/$n.h5" "$tmp/$n.damaged"
+  run "$n" 2 $one "$deck" --resume "$tmp/$n.h5"
+  grep -F -q -e "$phrase" "$tmp/$n.log" || fail "$n: no '$phrase' in: $(head -c 400 "$tmp/$n.log")"
+  cmp -s "$tmp/$n.h5" "$tmp/$n.damaged" || fail "$n: the refused file was modified"
+  [ $rc -ne 0 ] || echo "ok $n: exit 2, '$phrase'"
+}
+for v in 7 200 9; do # the byte itself: 200 is int8 -56
+  damage "status_$v" "): not a status of this kval" "s[tuple(kept)] = np.uint8($v).view(np.int8); g['status'].id.write(h5py.h5s.ALL, h5py.h5s.ALL, s)"
+done
+damage skipped_made_pass "the plan skips this cell" "ss[tuple(skip)] = 1; gs['status'][...] = ss"
+damage fingerprint_changed "do not match its checksum" "d = g['fingerprint'][...]; d[tuple(kept)] ^= 1; g['fingerprint'][...] = d"
+damage statistic_changed "do not match its checksum" "d = g['max_ulp'][...]; d[tuple(kept)] += 1; g['max_ulp'][...] = d"
+damage no_checksums "has no 'checksum' dataset" "del gs['checksum']"
+
 # ... and the untouched file still resumes.
 run resume_after_refusals 0 $one "$deck" --resume "$t"
 same resume_after_refusals "$t" "$tmp/ref1.h5"

@@ -382,7 +382,7 @@ static void resume_mismatches(const char *dir, const char *path, int rank, int n
   unsigned char *done;
   char other[1024];
 #define REFUSED(what, pathx, plan, deckx, metax, comm)                                         \
-  EXPECT(kv_output_resume(pathx, plan, deckx, metax, 0, comm, &o, &done) == KV_ERR && !o && !done, "resume: %s", what)
+  EXPECT(kv_output_resume(pathx, plan, deckx, metax, 0, comm, &o, &done) == KV_REFUSED && !o && !done, "resume: %s", what)
   build_plan(&q, KV_MODE_FLEET, 0);
   q.run.seed = 43;
   REFUSED("other seed", path, &q, &deck, &meta, MPI_COMM_WORLD);
@@ -481,7 +481,7 @@ static void full_test(const char *dir, int rank, int nranks) {
 
   if (rank == 0) TEST("an existing file is refused and left untouched");
   o = NULL;
-  EXPECT(kv_output_create(path, 0, &p, &deck, &meta, infos, MPI_COMM_WORLD, &o) == KV_ERR && !o, "refused");
+  EXPECT(kv_output_create(path, 0, &p, &deck, &meta, infos, MPI_COMM_WORLD, &o) == KV_REFUSED && !o, "refused");
   if (rank == 0) verify_file(path, &p, &e, 0);
 
   if (rank == 0) TEST("resume mismatches are refused");

@@ -3,10 +3,12 @@
  * real families change): expansion counts, row-major cell order, skip reasons and their
  * priority, defaults, --only, [run] settings, errors with file:line:col, split balancing
  * and fleet assignment, and the --dry-run text. Linked without families/registry.c. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "input/deck.h"
+#include "input/estimate.h"
 #include "family.h"
 #include "input/plan.h"
 #include "tests/unit/test_util.h"
@@ -136,8 +138,9 @@ static void test_expansion(void) {
     EXPECT(c->ival[1] == fp->axis[1].ints[c->idx[1]] && c->ival[0] == 0 && c->ival[2] == 0, "case %zu: ival", i);
     EXPECT(c->sval[0] == fp->axis[0].strs[c->idx[0]] && c->sval[1] == NULL && c->sval[2] == fp->axis[2].strs[c->idx[2]],
            "case %zu: sval", i);
-    double n = (double)c->ival[1];
-    EXPECT(c->est_seconds == 2 * n * n * n / 50e12 + 6 * n * n / 2e12 + 1e-4, "case %zu: est_seconds", i);
+    EXPECT(c->est_seconds == kv_estimate_case(c, &p.run, fp->on_gpu) && c->est_seconds > 0, "case %zu: est_seconds", i);
+    EXPECT(i == 0 || c->ival[1] <= p.cases[i - 1].ival[1] || c->est_seconds > p.cases[i - 1].est_seconds,
+           "case %zu: a larger n takes longer", i);
   }
   EXPECT(p.cases[0].prec.storage == KV_FP16 && p.cases[0].prec.accum == KV_FP32, "case 0 fp16:fp32");
   EXPECT(p.cases[7].prec.storage == KV_FP32 && p.cases[7].cell == 15, "last case fp32:fp32, cell 15");
@@ -150,7 +153,15 @@ static void test_expansion(void) {
   EXPECT(a.ival[1] == 16 && strcmp(a.sval[2], "b") == 0 && strcmp(a.sval[0], "fp32:fp32") == 0, "cell 13 values");
   EXPECT(a.prec.storage == KV_FP32 && a.prec.accum == KV_FP32, "cell 13 precision");
   EXPECT(a.key == b.key, "key does not depend on the seed");
-  EXPECT(a.est_seconds == 2 * 16. * 16 * 16 / 50e12 + 6 * 16. * 16 / 2e12 + 1e-4, "est_seconds filled");
+  EXPECT(a.est_seconds == kv_estimate_case(&a, &p.run, fp->on_gpu), "est_seconds filled");
+  char buf[32];
+  EXPECT_STREQ(kv_format_seconds(4.25, buf, sizeof buf), "4.2 s");
+  EXPECT_STREQ(kv_format_seconds(726, buf, sizeof buf), "12 min 06 s");
+  EXPECT_STREQ(kv_format_seconds(526689301, buf, sizeof buf), "146302 h 35 min");
+  EXPECT_STREQ(kv_format_seconds(NAN, buf, sizeof buf), "unknown");
+  EXPECT_STREQ(kv_slurm_time(30, buf, sizeof buf), "00:01:00");
+  EXPECT_STREQ(kv_slurm_time(3601, buf, sizeof buf), "01:01:00");
+  EXPECT_STREQ(kv_slurm_time(90000, buf, sizeof buf), "1-01:00:00");
   kv_plan_case_at(fp, 12, 1, &b);
   EXPECT(a.key != b.key, "neighbouring cells have different keys");
   kv_plan q;
@@ -257,7 +268,7 @@ static void test_errors(void) {
                "expected one of precision, n, mode, scale)");
   expect_error("[alpha]\n[run]\nseeds = 1\n", NULL, NULL, "d.deck:3:1: error: unknown key 'seeds' in [run]",
                "seed, warmup, min_reps, max_reps, rse_target, time_cap, l2_flush, cpu_ref_budget, sample_rows, "
-               "tol_c1, tol_c2, tol_abs_floor, tol_rel_floor, flush_interval, watchdog, bias_limit)");
+               "tol_c1, tol_c2, tol_abs_floor, tol_rel_floor, flush_interval, stall_timeout, on_stall, watchdog, bias_limit)");
   expect_error("[beta]\nshape = s\n[alpha]\nfoo = 1\n", NULL, "beta", "d.deck:4:1: error: unknown key 'foo'",
                "in [alpha]");
   const char *set_bad_key[] = {"alpha.size=4", NULL};
@@ -394,11 +405,13 @@ static void test_assignment(void) {
   kv_plan_free(&p);
 
   TEST("split: equal costs go round-robin in plan order");
-  EXPECT(build("[gamma]\nsize = 5\nprecision = fp16:fp32 bf16:fp32 fp32:fp32 fp16:fp16 bf16:bf16\n", NULL, NULL,
-               "cuda", KV_MODE_SPLIT, &p) == 0,
-         "builds");
-  size_t n = kv_plan_rank_cases(&p, 1, 3, &list);
-  EXPECT(n == 2 && list[0] == 1 && list[1] == 4, "rank 1 of 3 runs cases 1 and 4");
+  EXPECT(build("[gamma]\nsize = 5\nprecision = fp16:fp32 bf16:fp32 fp32:fp32\n", NULL, NULL, "cuda", KV_MODE_SPLIT, &p) == 0,
+         "builds"); /* fp32 accumulation throughout: the same estimate */
+  size_t n = kv_plan_rank_cases(&p, 1, 2, &list);
+  EXPECT(n == 1 && list[0] == 1, "rank 1 of 2 runs case 1");
+  free(list);
+  n = kv_plan_rank_cases(&p, 0, 2, &list);
+  EXPECT(n == 2 && list[0] == 0 && list[1] == 2, "rank 0 of 2 runs cases 0 and 2");
   free(list);
   kv_plan_free(&p);
 

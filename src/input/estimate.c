@@ -1,0 +1,111 @@
+/* estimate.c - the wall time a case takes, from its FLOP and byte counts and the [run]
+ * settings: the timed repetitions (warm-up, then repetitions until the stop rule), the fp64
+ * reference (sampled rows above cpu_ref_budget) and the per-element work around them
+ * (input generation, error statistics, fingerprint). It balances split mode, drives the
+ * ETA, and sums up in --dry-run to a wall time a Slurm --time can be picked from. The
+ * rates are constants, the same on every rank and in every run (split mode's assignment
+ * must not change between a run and its --resume):
+ * - cpu backend: measured with kval on a 2-core AMD EPYC VM (one rank per core), emulated
+ *   kernels per family and accumulator, the CPU fp64 references, about 6 ns per checked
+ *   element; tests/system/estimate_test.sh checks the sum against measured runs (+-30 %).
+ * - cuda backend: from the H200 numbers of docs/PERFORMANCE.md (achieved TFLOP/s and GB/s
+ *   of kval's kernels, GPU fp64 reference, default.deck's 210 cases in 137 s); not checked
+ *   on a GPU by the tests. */
+#include "input/estimate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/dtype.h"
+
+typedef struct {
+  const char *family;
+  double cpu_emu[3];  /* FLOP/s of the emulation: fp32 storage, 16-bit storage, reduced accumulator */
+  double cpu_ref;     /* FLOP/s (ref_flops) of the fp64 CPU reference */
+  double gpu_flops;   /* FLOP/s of the kernel (fp32 accumulation; half with a reduced one) */
+} rates;
+
+static const rates table[] = {
+    {"fa2", {6.4e9, 6.4e9, 4.1e9}, 2.1e9, 3.5e14},
+    {"gemm", {7.6e9, 7.6e9, 5.1e9}, 7.7e9, 5.0e14},
+    {"layernorm", {2.7e9, 1.3e9, 0.4e9}, 1.35e9, 1.0e14},
+    {"rmsnorm", {1.5e9, 0.83e9, 0.25e9}, 0.8e9, 1.0e14},
+    {NULL, {2e9, 2e9, 1e9}, 1e9, 1e14}, /* any other family */
+};
+
+#define GPU_BYTES_PER_S 3.5e12  /* H200 HBM3e as kval's kernels reach it */
+#define GPU_REF_FLOPS 1.0e13    /* fp64 reference kernels on the H200 (fa2: 10 s for default.deck) */
+#define GPU_REP_OVERHEAD 3e-5   /* L2 flush and event timing per repetition */
+#define GPU_CASE_OVERHEAD 0.08  /* allocation, launches, synchronisation */
+#define GPU_S_PER_ELEMENT 3e-9  /* per output element: generation, copy back, fingerprint (layernorm 8192^2: 0.22 s) */
+#define CPU_CASE_OVERHEAD 2e-3
+#define CPU_NS_PER_CHECKED 6e-9 /* generation, error statistics and fingerprint per element */
+#define CPU_TYPICAL_REPS 20     /* a quiet CPU meets rse_target 0.5 % after 5 - 25 repetitions (a busy one needs up to time_cap) */
+#define GPU_TYPICAL_REPS 8
+
+static const rates *rates_of(const char *family) {
+  int i = 0;
+  while (table[i].family && strcmp(table[i].family, family) != 0) i++;
+  return &table[i];
+}
+
+/* Repetitions of the timing loop for kernel time t: the stop rule's typical count, never
+ * below min_reps nor above max_reps, and no more than fit in time_cap (at least one). */
+static double timed_reps(const kv_run_settings *rs, double t, int typical) {
+  double reps = rs->rse_target > 0 ? (typical > rs->min_reps ? typical : rs->min_reps) : rs->max_reps;
+  if (reps > rs->max_reps) reps = rs->max_reps;
+  double fit = t > 0 ? ceil(rs->time_cap / t) : reps;
+  if (fit < 1) fit = 1;
+  return reps < fit ? reps : fit;
+}
+
+double kv_estimate_case(const kv_case *c, const kv_run_settings *rs, int gpu) {
+  kv_cost cost = {0};
+  c->fp->family->cost(c, &cost);
+  const rates *r = rates_of(c->fp->family->name);
+  int reduced = c->prec.accum != KV_FP32;
+  double rows = cost.rows ? (double)cost.rows : 1.0, ref_share = 1.0;
+  if (cost.ref_flops > rs->cpu_ref_budget && rs->sample_rows < rows) ref_share = rs->sample_rows / rows;
+  double checked = ref_share * rows * (double)cost.row_len;
+  if (!gpu) {
+    double t = cost.flops / r->cpu_emu[reduced ? 2 : c->prec.storage == KV_FP32 ? 0 : 1];
+    return CPU_CASE_OVERHEAD + (rs->warmup + timed_reps(rs, t, CPU_TYPICAL_REPS)) * t +
+           ref_share * cost.ref_flops / r->cpu_ref + CPU_NS_PER_CHECKED * checked;
+  }
+  double t = fmax(cost.flops / (r->gpu_flops / (reduced ? 2.0 : 1.0)), cost.bytes / GPU_BYTES_PER_S) + 1e-5;
+  /* The CPU cross-check of the GPU reference: 16 rows, halved while over cpu_ref_budget (at least 2). */
+  double per_row = cost.ref_flops / rows, xrows = 16;
+  while (xrows > 2 && per_row * xrows > rs->cpu_ref_budget) xrows /= 2;
+  double xcheck = fmin(rows, xrows) * per_row / r->cpu_ref;
+  return GPU_CASE_OVERHEAD + (rs->warmup + timed_reps(rs, t, GPU_TYPICAL_REPS)) * (t + GPU_REP_OVERHEAD) +
+         cost.ref_flops / GPU_REF_FLOPS + xcheck + GPU_S_PER_ELEMENT * (double)cost.rows * (double)cost.row_len;
+}
+
+double kv_estimate_startup(int gpu) { return gpu ? 8.0 : 0.4; }
+
+const char *kv_format_seconds(double s, char *buf, size_t n) {
+  if (!(s >= 0) || s > 1e9) {
+    snprintf(buf, n, "unknown");
+  } else if (s < 10) {
+    snprintf(buf, n, "%.1f s", s);
+  } else if (s < 90) {
+    snprintf(buf, n, "%.0f s", s);
+  } else if (s < 5400) {
+    long t = lround(s);
+    snprintf(buf, n, "%ld min %02ld s", t / 60, t % 60);
+  } else {
+    long t = lround(s / 60);
+    snprintf(buf, n, "%ld h %02ld min", t / 60, t % 60);
+  }
+  return buf;
+}
+
+const char *kv_slurm_time(double s, char *buf, size_t n) {
+  long t = (long)ceil(s / 60.0) * 60; /* whole minutes, rounded up */
+  if (t < 60) t = 60;
+  long d = t / 86400, h = t % 86400 / 3600, m = t % 3600 / 60;
+  if (d) snprintf(buf, n, "%ld-%02ld:%02ld:00", d, h, m);
+  else snprintf(buf, n, "%02ld:%02ld:00", h, m);
+  return buf;
+}
