@@ -16,6 +16,7 @@ h1 { border-bottom: 2px solid #446; } h2 { border-bottom: 1px solid #99a; margin
 table { border-collapse: collapse; font-size: 0.85em; }
 th, td { border: 1px solid #ccd; padding: 2px 6px; text-align: right; vertical-align: top; }
 th { background: #eef; } td.text { text-align: left; max-width: 36em; overflow-wrap: break-word; }
+td.nowrap { white-space: nowrap; } td.text:not(.nowrap) { min-width: 16em; }
 .verdict { font-size: 1.6em; font-weight: bold; padding: 0.4em 0.8em; border-radius: 4px; margin: 0.5em 0; }
 .verdict.PASS { background: #d8f5d8; border-left: 8px solid #2a2; }
 .verdict.FAIL { background: #fdd; border-left: 8px solid #c22; }
@@ -115,8 +116,10 @@ class Document:
             cls = row_class(row) if row_class else ""
             cells = []
             for value in row:
-                kind = "" if isinstance(value, (int, float, np.number)) else " class='text'"
-                cells.append(f"<td{kind}>{html.escape(format_value(value))}</td>")
+                text = format_value(value)
+                kind = "" if isinstance(value, (int, float, np.number)) else \
+                    " class='text nowrap'" if len(text) <= 24 else " class='text'"
+                cells.append(f"<td{kind}>{html.escape(text)}</td>")
             out.append(f"<tr class='{cls}'>" + "".join(cells) + "</tr>" if cls else "<tr>" + "".join(cells) + "</tr>")
         out.append("</table></div>")
         if len(frame) > max_rows:

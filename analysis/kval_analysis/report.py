@@ -24,6 +24,7 @@ GPU_COLUMNS = ("host", "device_index", "pci_bus_id", "serial", "uuid", "device_n
                "cc", "memory_GiB", "driver_version", "runtime_version", "copy_gbps", "matrix_tflops", "fp64_tflops",
                "nvml")
 MAX_LISTED = 40
+MAX_VERDICT_ROWS = 16
 YLABEL = {"rel_l2": "relative L2 error ||out-ref||/||ref|| (1)",
           "max_ulp": "max error (ULPs of the storage type)",
           "tflops": "throughput (TFLOP/s)", "gbps": "bandwidth (GB/s)"}
@@ -91,7 +92,12 @@ def _verdict_section(doc, runs, res):
              "serial": g["serial"], "uuid": g["uuid"], "model": g["gpu_name"], "ranks": ",".join(map(str, g["ranks"])),
              **{c: g["checks"].get(c, "-") for c in ("fingerprint", "failures", "performance", "completeness")},
              "why": "; ".join(g["failing"])} for g in res["gpus"]]
-    doc.table(pd.DataFrame(rows), row_class=lambda r: {"FAIL": "bad", "INCOMPLETE": "warn"}.get(r["verdict"], ""))
+    if len(rows) > MAX_VERDICT_ROWS:  # a fleet: the GPUs that need attention; every GPU in the GPUs section
+        shown = [r for r in rows if r["verdict"] != "PASS"]
+        doc.paragraph(f"{len(rows) - len(shown)} GPU(s) pass every check (all GPUs: the GPUs section below).")
+        rows = shown
+    if rows:
+        doc.table(pd.DataFrame(rows), row_class=lambda r: {"FAIL": "bad", "INCOMPLETE": "warn"}.get(r["verdict"], ""))
     for note in res["notes"]:
         doc.note(note)
 
