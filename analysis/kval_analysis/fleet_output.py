@@ -59,8 +59,9 @@ def _section(title, headers, rows, empty):
 
 def verdict_line(res):
     bad = [g for g in res["gpus"] if g["verdict"] != "PASS"]
-    return (f"VERDICT: {res['verdict']} ({len(bad)} of {len(res['gpus'])} GPU(s) "
-            f"{'fail or are incomplete' if bad else 'pass every check'})")
+    n = len(res["gpus"])
+    return f"VERDICT: {res['verdict']} ({len(bad)} of {n} GPU(s) fail or are incomplete)" if bad else \
+        f"VERDICT: {res['verdict']} (all {n} GPU(s) pass every check)"
 
 
 def text_report(res):

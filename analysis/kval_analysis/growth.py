@@ -99,8 +99,13 @@ def fit_table(typical, frames):
                     row["consistent_with"] = "no fit (fewer than 3 points or one K)"
                 rows.append(row)
     table = pd.DataFrame(rows)
+    if table.empty:
+        return table
     first = [c for c in ("family", "precision", "dist", "variant", "quantity") if c in table]
-    return table[first + [c for c in table.columns if c not in first]]
+    order = {p: i for i, p in enumerate(plots.PRECISION_COLORS)}
+    table = table.assign(_p=table["precision"].map(lambda p: order.get(p, len(order))))
+    table = table.sort_values(["family", "_p"] + [c for c in ("dist", "variant") if c in table], kind="stable")
+    return table[first + [c for c in table.columns if c not in first and c != "_p"]].reset_index(drop=True)
 
 
 def _fixes_k(frame, axis):

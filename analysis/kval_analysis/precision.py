@@ -215,9 +215,9 @@ def _header(doc, info):
                   + f" on {len(info['hosts'])} host(s) ({', '.join(info['hosts'][:8])}"
                   + (" ..." if len(info["hosts"]) > 8 else "") + f"); kval {', '.join(info['kval'])}; seed "
                   + ", ".join(info["seed"]) + "; --set: " + ("; ".join(info["set"]) or "none") + ".")
-    rows = [{"family": fam, "axis": a, "values that produced results": " ".join(map(str, v)) or "(none)"}
-            for fam, axes in info["axes"].items() for a, v in axes.items()]
-    doc.table(pd.DataFrame(rows), caption="axis values with at least one result (the deck's values that ran)")
+    rows = [{"family": fam, "axis values that produced results": "; ".join(
+        f"{a} = {' '.join(map(str, v)) or '(none)'}" for a, v in axes.items())} for fam, axes in info["axes"].items()]
+    doc.table(pd.DataFrame(rows), caption="the deck's values that ran: axis values with at least one result")
 
 
 def build_precision(runs, outdir):
