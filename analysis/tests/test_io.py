@@ -167,3 +167,30 @@ def test_gemm_coordinates_and_unknown_status(make_file):
     from kval_analysis import fleet
     res = fleet.analyse(runs)
     assert res["failures"] == []  # a finding, not a failure
+
+
+def test_export_parquet_or_a_clear_error(make_file, tmp_path, capsys):
+    path = make_file("p.h5", nranks=2, families=("rmsnorm",))
+    out = str(tmp_path / "cases.parquet")
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        assert cli.main(["export", path, "-o", out]) == 2
+        assert "Parquet output needs pyarrow" in capsys.readouterr().err
+        return
+    assert cli.main(["export", path, "-o", out]) == 0
+    import pandas as pd
+    assert len(pd.read_parquet(out)) == 2 * 24
+
+
+def test_readme_xarray_example_runs_as_written(make_file, tmp_path, monkeypatch):
+    """analysis/README.md's xarray lines, read from the README, on a file named s.h5."""
+    import os
+    from conftest import ANALYSIS
+    text = open(os.path.join(ANALYSIS, "README.md")).read()
+    block = text.split("Or xarray directly on a file")[1].split("\n\n")[1]
+    code = "\n".join(line[4:] for line in block.splitlines())
+    assert "engine=\"h5netcdf\"" in code and "swap_dims" in code
+    make_file("s.h5", nranks=2, families=("gemm",))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "analysis/README.md", "exec"), {})
