@@ -31,6 +31,8 @@ GROWTH = {
     "rmsnorm": [("hidden", "hidden", "hidden size (elements reduced per row)", "hidden")],
 }
 FACETS = ("headdim", "dist", "variant")  # axes shown side by side, never averaged
+# The axes that set the reduction length (the regressor, not strata); other families: _fixes_k.
+K_AXES = {"gemm": ("shape",), "fa2": ("seqlen",), "layernorm": ("hidden",), "rmsnorm": ("hidden",)}
 QUANTITIES = (("rel_l2", "relative L2 error"), ("p99_ulp", "99th percentile error (ULPs)"))
 
 
@@ -72,7 +74,8 @@ def fit_table(typical, frames):
             continue
         w = w[output_mask(w["status"])]
         keys = [k for k in ("precision", "dist", "variant") if k in axes]
-        others = [a for a in axes if a not in keys and not _fixes_k(w, a)]
+        drivers = K_AXES.get(name) or [a for a in axes if _fixes_k(w, a)]
+        others = [a for a in axes if a not in keys and a not in drivers]
         for key, part in w.groupby(keys, sort=False):
             key = key if isinstance(key, tuple) else (key,)
             for q, label in QUANTITIES:
@@ -109,8 +112,8 @@ def fit_table(typical, frames):
 
 
 def _fixes_k(frame, axis):
-    """An axis whose every value has one reduction length (gemm shape, norm hidden, fa2 seqlen
-    with head dims below it) sets K itself, so it is the regressor, not a stratum."""
+    """An axis whose every value has one reduction length sets K itself, so it is the
+    regressor, not a stratum (for a family kval-analyze does not know)."""
     k = frame.groupby(axis)["red_len"].nunique()
     return len(k) > 1 and bool((k <= 1).all())
 
