@@ -32,7 +32,8 @@ def _case_text(case):
 
 def gpu_label(g):
     """'host GPU<index> (uuid)', the way an operator finds the GPU."""
-    index = f"GPU{g['gpu_index']}" if g.get("gpu_index", -1) >= 0 else f"rank{g.get('rank', '?')}"
+    rank = g["rank"] if "rank" in g else (g.get("ranks") or ["?"])[0]
+    index = f"GPU{g['gpu_index']}" if g.get("gpu_index", -1) >= 0 else f"rank{rank}"
     return f"{g['host']} {index} ({g['uuid']})"
 
 

@@ -105,8 +105,7 @@ def fit_table(typical, frames):
     if table.empty:
         return table
     first = [c for c in ("family", "precision", "dist", "variant", "quantity") if c in table]
-    order = {p: i for i, p in enumerate(plots.PRECISION_COLORS)}
-    table = table.assign(_p=table["precision"].map(lambda p: order.get(p, len(order))))
+    table = table.assign(_p=table["precision"].map(plots.precision_rank))
     table = table.sort_values(["family", "_p"] + [c for c in ("dist", "variant") if c in table], kind="stable")
     return table[first + [c for c in table.columns if c not in first and c != "_p"]].reset_index(drop=True)
 
@@ -148,6 +147,7 @@ def growth_plots(doc, name, frame, outdir):
             doc.note(f"{name}: fewer than two values of {x}: no growth plot against it.")
             continue
         facets = _facets(ran, x)
+        ran = ran.sort_values(facets, kind="stable") if facets else ran  # numeric facets in numeric order
         data = ran.assign(_facet=ran[facets].astype(str).agg(", ".join, axis=1) if facets else "all")
         png = f"precision_{name}_growth_{stem}.png"
         ok = plots.growth_facets(data, x, "_facet" if facets else None, os.path.join(outdir, png), name, xlabel,

@@ -32,6 +32,12 @@ def precision_color(precision):
     return EXTRA_COLORS[sum(map(ord, str(precision))) % len(EXTRA_COLORS)]
 
 
+def precision_rank(precision):
+    """Order of a precision in legends and tables: kval's precisions first, in their order."""
+    order = list(PRECISION_COLORS)
+    return (order.index(precision) if precision in order else len(order), str(precision))
+
+
 def data_ticks(ax, values):
     """Major x ticks at the swept values (at most 12, evenly thinned), labelled plainly."""
     v = np.unique(_positive(values))
@@ -220,12 +226,12 @@ def growth_facets(frame, x, facet, path, title, xlabel, theory=None, facet_label
         return False
     data = frame.assign(_x=pd.to_numeric(frame[x], errors="coerce"))
     data = data[np.isfinite(data["_x"]) & (data["_x"] > 0)]
-    facets = sorted(data[facet].unique(), key=str) if facet else [None]
+    facets = list(dict.fromkeys(data[facet])) if facet else [None]  # in the caller's (sorted) order
     finite = data[np.isfinite(data["rel_l2"].astype(float)) & (data["rel_l2"] > 0)]
     if finite.empty:
         return False
     fig, axes = plt.subplots(2, len(facets), figsize=(5.2 * len(facets) + 1.5, 8), squeeze=False,
-                             layout="constrained", sharex="col")
+                             layout="constrained", sharex="col", sharey="row")
     for j, fv in enumerate(facets):
         part = data if fv is None else data[data[facet] == fv]
         ok = part[np.isfinite(part["rel_l2"].astype(float))]
@@ -233,7 +239,7 @@ def growth_facets(frame, x, facet, path, title, xlabel, theory=None, facet_label
         for i, (metrics, ylabel) in enumerate(((["rel_l2"], "relative L2 error ||out-ref||/||ref|| (1)"),
                                                 (["max_ulp", "p99_ulp"], "error (ULPs of the storage type)"))):
             ax = axes[i][j]
-            for prec, sub in ok.groupby("precision", sort=False):
+            for prec, sub in sorted(ok.groupby("precision", sort=False), key=lambda kv: precision_rank(kv[0])):
                 for m, style in zip(metrics, ("-", "--")):
                     if m not in sub:
                         continue
