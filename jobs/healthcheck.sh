@@ -12,7 +12,7 @@
 #   -N  the node's Slurm name (default: hostname -s)
 #   -m  node_exporter textfile metrics (e.g. /var/lib/node_exporter/textfile_collector/kval.prom)
 #   -o  directory for the last run's HDF5 file and log (default $KVAL_HEALTH_DIR or /var/tmp/kval-health)
-#   -t  time limit of the kval run in seconds (default 50)
+#   -t  time limit of the kval run in seconds (default $KVAL_HEALTH_LIMIT or 50)
 #   -d  deck (default inputs/health.deck beside this script)
 # Environment: KVAL (default build/src/kval of the checkout), MPIRUN (default mpirun), NRANKS
 #   (default: the node's GPUs; 2 on the cpu backend of a node without GPUs), KVAL_ARGS (extra kval
@@ -22,7 +22,8 @@
 #   check never drains a fleet; 3 scontrol failed.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-dry="" node="" metrics="" dir=${KVAL_HEALTH_DIR:-/var/tmp/kval-health} limit=50 deck="$top/inputs/health.deck"
+dry="" node="" metrics="" dir=${KVAL_HEALTH_DIR:-/var/tmp/kval-health} limit=${KVAL_HEALTH_LIMIT:-50}
+deck="$top/inputs/health.deck"
 while getopts "nN:m:o:t:d:h" opt; do
   case $opt in
     n) dry=1 ;; N) node=$OPTARG ;; m) metrics=$OPTARG ;; o) dir=$OPTARG ;; t) limit=$OPTARG ;; d) deck=$OPTARG ;;
