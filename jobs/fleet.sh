@@ -9,19 +9,20 @@
 # file stays incomplete), and the verdict flags such nodes as missing results.
 #
 # Usage: jobs/fleet.sh [-p PARTITION | -w NODE[,NODE...]] [-g GPUS_PER_NODE] [-o DIR]
-#                      [-b 'BASELINE_GLOB'] [-d DECK] [-t TIME] [-- extra sbatch options]
+#                      [-b 'BASELINE_GLOB'] [-d DECK] [-t TIME] [-W] [-- extra sbatch options]
 #   -p  take every node of this partition (sinfo)      -w  explicit node list
 #   -g  GPUs (= ranks) per node (default 8; 0 runs the cpu backend with 2 ranks per node)
 #   -o  campaign directory (default results/fleet-<date>)   -b  baseline files (quoted glob)
 #   -d  deck (default inputs/fleet.deck)                    -t  time limit per job (default 00:30:00)
-# Prints the job ids; the verdict is in DIR/fleet.txt, DIR/fleet.json, DIR/fleet-junit.xml.
+#   -W  wait for the analysis job and exit with its status (0 VERDICT PASS, 1 FAIL or INCOMPLETE)
+# Prints the job ids; the verdict is in DIR/fleet.txt (first line), DIR/fleet.json, DIR/fleet-junit.xml.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-partition="" nodes="" gpus=8 outdir="" baseline="" deck="$top/inputs/fleet.deck" tlimit=00:30:00
-while getopts "p:w:g:o:b:d:t:h" opt; do
+partition="" nodes="" gpus=8 outdir="" baseline="" deck="$top/inputs/fleet.deck" tlimit=00:30:00 wait=""
+while getopts "p:w:g:o:b:d:t:Wh" opt; do
   case $opt in
     p) partition=$OPTARG ;; w) nodes=$OPTARG ;; g) gpus=$OPTARG ;; o) outdir=$OPTARG ;;
-    b) baseline=$OPTARG ;; d) deck=$OPTARG ;; t) tlimit=$OPTARG ;;
+    b) baseline=$OPTARG ;; d) deck=$OPTARG ;; t) tlimit=$OPTARG ;; W) wait=--wait ;;
     h) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "fleet.sh: bad option (see -h)" >&2; exit 2 ;;
   esac
@@ -48,6 +49,9 @@ for node in "${node_array[@]}"; do
 done
 [ ${#usable[@]} -gt 0 ] || { echo "fleet.sh: none of the nodes $nodes can run a job" >&2; exit 1; }
 mkdir -p "$outdir"
+outdir=$(cd "$outdir" && pwd)       # the jobs run in other directories: absolute paths
+deck=$(cd "$(dirname "$deck")" && pwd)/$(basename "$deck")
+case $baseline in ''|/*) ;; *) baseline="$PWD/$baseline" ;; esac
 
 if [ "$gpus" -gt 0 ]; then
   per_node=(--ntasks-per-node="$gpus" --gpus-per-node="$gpus") backend=cuda
@@ -67,7 +71,14 @@ base_args=""
 [ -z "$baseline" ] || base_args="--baseline $baseline"
 analyze="PYTHONPATH=$top/analysis\${PYTHONPATH:+:\$PYTHONPATH} python3 -m kval_analysis"
 dep=$(IFS=:; echo "${ids[*]}")
-aid=$(sbatch --parsable --nodes=1 --ntasks=1 --time=00:15:00 --job-name=kval-fleet-analyze \
+echo "fleet.sh: analysis after ${#ids[@]} node jobs, expecting ${#node_array[@]} nodes; results in $outdir"
+set +e
+# shellcheck disable=SC2086
+aid=$(sbatch --parsable $wait --nodes=1 --ntasks=1 --time=00:15:00 --job-name=kval-fleet-analyze \
        --dependency="afterany:$dep" --output="$outdir/analyze-%j.out" "$@" \
        --wrap="cd '$outdir' && $analyze fleet kval-*.h5 $base_args --expect-hosts '$nodes' --json fleet.json --junit fleet-junit.xml > fleet.txt; code=\$?; cat fleet.txt; $analyze report kval-*.h5 -o report; exit \$code")
-echo "fleet.sh: analysis -> job ${aid%%;*} (after ${#ids[@]} node jobs, expecting ${#node_array[@]} nodes); results in $outdir"
+code=$?
+set -e
+echo "fleet.sh: analysis -> job ${aid%%;*}${wait:+ finished (exit $code): $(head -n 1 "$outdir/fleet.txt" 2>/dev/null)}"
+[ -z "$wait" ] || exit $code
+[ $code -eq 0 ] || exit $code

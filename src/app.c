@@ -19,8 +19,10 @@
 #include "run/inject.h"
 #include "run/progress.h"
 #include "output/meta.h"
+#include "output/metrics.h"
 #include "output/output.h"
 #include "input/plan.h"
+#include "run/fleet.h"
 #include "run/runner.h"
 
 #define ERRLEN 2048
@@ -239,6 +241,8 @@ static int run_plan(int argc, char **argv, const kv_options *opt, const kv_backe
   be->finalize();
   int code = exit_code(&sum, plan, rank, nranks, path);
   if (!all_ok(st == KV_OK)) code = KV_EXIT_RUNTIME;
+  if (opt->metrics && !all_ok(rank != 0 || kv_metrics_write(path, opt->metrics, code) == KV_OK) && code == KV_EXIT_PASS)
+    code = KV_EXIT_RUNTIME;
   if (rank == 0 && !opt->quiet) fprintf(stderr, "kval: results in %s\n", shown);
   /* A fatal device error ends its rank only now, after every collective and the close. */
   if (kv_fatal_pending())
@@ -272,6 +276,11 @@ int kv_app_run(int argc, char **argv) {
       if (opt.list) print_list();
     }
     return KV_EXIT_PASS;
+  }
+  kv_fleet_set_verbose(opt.verbose);
+  if (opt.metrics && !opt.dry_run && !all_ok(rank != 0 || kv_metrics_check_path(opt.metrics, err, sizeof err) == 0)) {
+    if (rank == 0) fprintf(stderr, "%s\n", err);
+    return KV_EXIT_USAGE;
   }
   kv_deck deck;
   if (!all_ok(read_and_parse_deck(&opt, rank, &deck, err) == 0)) {

@@ -96,6 +96,16 @@ typedef kv_status (*kv_reference_fn)(const kv_case *c, const void *const *in, co
 
 struct kv_cuda_family; /* family_cuda.h */
 
+/* A numeric coordinate that a family derives from one of its string axes (gemm: M, N and K
+ * from the shape "MxNxK"). The file holds it as a 1-D int64 dataset along that axis, named by
+ * the CF `coordinates` attribute of every per-cell dataset, so netCDF clients see numbers. */
+typedef struct {
+  const char *name;      /* dataset name, e.g. "K" */
+  const char *axis;      /* the string axis it is derived from, e.g. "shape" */
+  const char *long_name; /* CF long_name */
+  long long (*value)(const char *axis_value); /* -1 where the axis value has no such number */
+} kv_coord_desc;
+
 typedef struct kv_family {
   const char *name;    /* deck section, HDF5 group */
   const char *summary; /* one line for --list */
@@ -129,6 +139,8 @@ typedef struct kv_family {
   kv_reference_fn reference_dd;
 
   const struct kv_cuda_family *cuda; /* NULL when built without CUDA */
+
+  const kv_coord_desc *coords; /* numeric coordinates derived from axes, terminated by name NULL; may be NULL */
 } kv_family;
 
 /* The registry, NULL-terminated. */

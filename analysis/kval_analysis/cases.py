@@ -1,11 +1,12 @@
 """cases.py - per-case tables derived from the family Datasets: precision decoding and unit
 roundoffs, the reduction length K of each case (the file's red_len, as kval's tolerance used
-it), one row per case aggregated over ranks, throughput per case and status counts per family
-and precision."""
+it), gemm's M and N (the file's coordinates, else parsed from "MxNxK"), one row per case
+aggregated over ranks, throughput per case and status counts per family and precision (every
+status the files hold, by name)."""
 import numpy as np
 import pandas as pd
 
-from .io import RAN, STATUS_NAMES, case_frame
+from .io import case_frame, output_mask
 
 UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24, "fp64": 2.0**-53}
 ERROR_STATS = ("max_bound_ratio", "max_abs", "max_rel", "rel_l2", "max_ulp", "p99_ulp", "floor_ratio",
@@ -39,7 +40,7 @@ def family_frame(ds, variables=None):
         split = frame["precision"].map(split_precision)
         frame["storage"] = split.map(lambda t: t[0]).astype(object)
         frame["accum"] = split.map(lambda t: t[1]).astype(object)
-    if family == "gemm" and "shape" in frame:
+    if family == "gemm" and "shape" in frame and not {"M", "N"} <= set(frame.columns):
         mnk = frame["shape"].map(parse_shape)
         frame["M"] = mnk.map(lambda t: t[0]).astype(float)
         frame["N"] = mnk.map(lambda t: t[1]).astype(float)
@@ -49,7 +50,8 @@ def family_frame(ds, variables=None):
 
 
 def status_matrix(runs):
-    """Counts of (rank, cell) statuses per family and precision."""
+    """Counts of (rank, cell) statuses per family and precision, one column per status name
+    the files hold (runs.statuses) and non_finite: cells whose output had NaN or Inf."""
     rows = []
     for name, ds in runs.families.items():
         frame = case_frame(ds, ["status"])
@@ -58,17 +60,22 @@ def status_matrix(runs):
         for key, sub in groups:
             counts = sub["status"].value_counts()
             row = {"family": name, "precision": key[0] if isinstance(key, tuple) else key}
-            row.update({s: int(counts.get(s, 0)) for s in STATUS_NAMES})
-            extra = [s for s in counts.index if s not in STATUS_NAMES]
-            if extra:
-                row["other"] = int(sum(counts[s] for s in extra))
+            row.update({s: int(counts.get(s, 0)) for s in runs.statuses})
+            if "n_nonfinite" in ds:
+                row["non_finite"] = int((ds["n_nonfinite"].sel(precision=row["precision"]) > 0).sum()) \
+                    if "precision" in ds.dims else int((ds["n_nonfinite"] > 0).sum())
             rows.append(row)
     return pd.DataFrame(rows)
 
 
+def ran_or_error(frame):
+    """Rows whose case produced an output or ended with an error."""
+    return output_mask(frame["status"]) | (frame["status"] == "error")
+
+
 def worst_per_case(frame, axes, by="max_bound_ratio"):
     """One row per case: the rank with the largest `by` among ranks that ran it."""
-    ran = frame[frame["status"].isin(RAN + ("error",))]
+    ran = frame[ran_or_error(frame)]
     if by in ran:
         ran = ran.assign(_key=ran[by].fillna(-np.inf)).sort_values("_key", ascending=False).drop(columns="_key")
     return ran.drop_duplicates(subset=axes, keep="first")
@@ -77,7 +84,7 @@ def worst_per_case(frame, axes, by="max_bound_ratio"):
 def typical_per_case(frame, axes, by="max_bound_ratio"):
     """One row per case: the rank with the median `by` among the ranks that ran it (the lower
     median for an even count), so one faulty rank does not stand for the case."""
-    ran = frame[frame["status"].isin(RAN + ("error",))]
+    ran = frame[ran_or_error(frame)]
     if ran.empty:
         return ran
     key = ran[by].fillna(np.inf) if by in ran else pd.Series(0.0, index=ran.index)
@@ -89,7 +96,7 @@ def typical_per_case(frame, axes, by="max_bound_ratio"):
 
 def throughput_table(frame, axes):
     """Per case (over the ranks that ran it): median time and rates, rank spread of time."""
-    ran = frame[frame["status"].isin(RAN) & np.isfinite(frame["time_median"].astype(float))]
+    ran = frame[output_mask(frame["status"]) & np.isfinite(frame["time_median"].astype(float))]
     if ran.empty:
         return pd.DataFrame()
     stats = [c for c in THROUGHPUT_STATS if c in ran]

@@ -1,6 +1,8 @@
 """document.py - a small document model rendered twice: as one self-contained HTML page
 (inline CSS, PNG images referenced beside it) and as a Markdown summary. Blocks are
-headings, paragraphs, notes, tables (pandas DataFrames), images and preformatted text."""
+headings, paragraphs, notes, the verdict banner, tables (pandas DataFrames; in HTML each in
+a horizontally scrolling box with wrapping text cells, so no table is cut off at the page
+edge), images and preformatted text."""
 import html
 import math
 import os
@@ -8,11 +10,17 @@ import os
 import numpy as np
 
 CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; padding: 0 1em; color: #222; }
 h1 { border-bottom: 2px solid #446; } h2 { border-bottom: 1px solid #99a; margin-top: 2em; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em 0; font-size: 0.85em; }
-th, td { border: 1px solid #ccd; padding: 2px 6px; text-align: right; }
-th { background: #eef; } td.text { text-align: left; }
+.scroll { overflow-x: auto; max-width: 100%; margin: 0.5em 0 1.5em 0; }
+table { border-collapse: collapse; font-size: 0.85em; }
+th, td { border: 1px solid #ccd; padding: 2px 6px; text-align: right; vertical-align: top; }
+th { background: #eef; } td.text { text-align: left; max-width: 36em; overflow-wrap: break-word; }
+td.nowrap { white-space: nowrap; } td.text:not(.nowrap) { min-width: 16em; }
+.verdict { font-size: 1.6em; font-weight: bold; padding: 0.4em 0.8em; border-radius: 4px; margin: 0.5em 0; }
+.verdict.PASS { background: #d8f5d8; border-left: 8px solid #2a2; }
+.verdict.FAIL { background: #fdd; border-left: 8px solid #c22; }
+.verdict.INCOMPLETE { background: #ffe9c2; border-left: 8px solid #e90; }
 tr.bad td { background: #fdd; } tr.warn td { background: #ffe9c2; }
 .note { background: #fff6d5; border-left: 4px solid #e0b000; padding: 0.4em 0.8em; margin: 0.5em 0; }
 pre { background: #f4f4f8; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
@@ -53,6 +61,10 @@ class Document:
 
     def note(self, text):
         self.blocks.append(("note", text))
+
+    def verdict(self, word, text):
+        """The banner: word (PASS, FAIL or INCOMPLETE) and one line on why."""
+        self.blocks.append(("verdict", word, text))
 
     def code(self, text, markdown=True):
         self.blocks.append(("code", text, markdown))
@@ -96,7 +108,7 @@ class Document:
         if frame is None or len(frame) == 0:
             return "<p class='note'>(no rows)</p>"
         shown = frame.head(max_rows)
-        out = ["<table>"]
+        out = ["<div class='scroll'><table>"]
         if caption:
             out.append(f"<caption>{html.escape(caption)}</caption>")
         out.append("<tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns) + "</tr>")
@@ -104,10 +116,12 @@ class Document:
             cls = row_class(row) if row_class else ""
             cells = []
             for value in row:
-                kind = "" if isinstance(value, (int, float, np.number)) else " class='text'"
-                cells.append(f"<td{kind}>{html.escape(format_value(value))}</td>")
+                text = format_value(value)
+                kind = "" if isinstance(value, (int, float, np.number)) else \
+                    " class='text nowrap'" if len(text) <= 24 else " class='text'"
+                cells.append(f"<td{kind}>{html.escape(text)}</td>")
             out.append(f"<tr class='{cls}'>" + "".join(cells) + "</tr>" if cls else "<tr>" + "".join(cells) + "</tr>")
-        out.append("</table>")
+        out.append("</table></div>")
         if len(frame) > max_rows:
             out.append(f"<p>({len(frame) - max_rows} more rows not shown)</p>")
         return "\n".join(out)
@@ -140,6 +154,9 @@ class Document:
             return f"<p>{html.escape(block[1])}</p>"
         if kind == "note":
             return f"<p class='note'>{html.escape(block[1])}</p>"
+        if kind == "verdict":
+            return (f"<div class='verdict {html.escape(block[1])}'>VERDICT: {html.escape(block[1])}</div>"
+                    f"<p>{html.escape(block[2])}</p>")
         if kind == "code":
             return f"<pre>{html.escape(block[1])}</pre>"
         if kind == "table":
@@ -157,6 +174,8 @@ class Document:
             return block[1]
         if kind == "note":
             return f"> **Note:** {block[1]}"
+        if kind == "verdict":
+            return f"**VERDICT: {block[1]}** - {block[2]}"
         if kind == "code":
             return f"```\n{block[1].rstrip()}\n```" if block[2] else None
         if kind == "table":

@@ -1,10 +1,15 @@
-"""io.py - loads kval HDF5 files (notes/LAYOUT.md, layout_version 1) into one xarray Dataset
-per kernel family, the files combined along `rank`. Everything is read with h5py and every
-dimension is named by the dimension scale attached to it (never by position). Each family
-Dataset carries per-rank coordinates: host, gpu_uuid, gpu_name, file, run_time,
-rank_in_file, local_rank, gpu_key (the GPU identity used to match GPUs across runs) and
-compare_key (ranks with equal keys ran identical inputs on the same GPU model). Bad input
-raises KvalInputError with a message naming the file and what is missing."""
+"""io.py - loads kval HDF5 files (README "The HDF5 file", layout_version 2) into one xarray
+Dataset per kernel family, the files combined along `rank`. Everything is read with h5py and
+every dimension is named by the dimension scale attached to it (never by position). Each
+family Dataset carries per-rank coordinates: host, gpu_uuid, gpu_name, gpu_index, pci_bus_id,
+serial, file, run_time, rank_in_file, gpu_key (the physical GPU: its UUID, used to match GPUs
+across runs) and compare_key (ranks with equal keys ran identical inputs on the same GPU
+model), and the numeric coordinates a family derives from its axes (gemm M, N, K). Status
+names come from the file (its enum, else the root attribute status_names); statuses this
+version does not know are kept by name. Honest numbers: a cell whose output held NaN or Inf
+where the reference is finite gets +inf in every error statistic (the file's statistics cover
+the finite elements only) and n_nonfinite = n_nan + n_inf. Bad input raises KvalInputError
+with a message naming the file and what is missing."""
 import os
 import posixpath
 from dataclasses import dataclass, field
@@ -16,8 +21,8 @@ import xarray as xr
 
 LAYOUT_VERSION = 2
 STATUS_NAMES = ("not_run", "pass", "fail_tolerance", "fail_nonfinite", "skipped", "error")
-RAN = ("pass", "fail_tolerance", "fail_nonfinite")  # an output was produced and checked
-FAILED = ("fail_tolerance", "fail_nonfinite", "error")
+NO_OUTPUT = ("not_run", "skipped", "error")  # every other status names a checked output
+ERROR_FIELDS = ("max_abs", "max_rel", "rel_l2", "mean_abs", "max_ulp", "p99_ulp", "max_bound_ratio", "floor_ratio")
 KNOWN_FAMILIES = ("fa2", "gemm", "layernorm", "rmsnorm")
 REQUIRED_ROOT_ATTRS = ("layout_version", "nranks", "backend", "mode", "creation_time")
 OPTIONAL_ROOT_ATTRS = ("kval_version", "git_commit", "command_line", "deck_text", "deck_path",
@@ -34,6 +39,25 @@ FILL = {"status": "not_run", "fingerprint": np.uint64(0), "message": "", "hist":
 
 class KvalInputError(Exception):
     """A file that is missing, not HDF5, or not a kval file of a supported layout."""
+
+
+def is_failure(status):
+    """A status that fails the case: error, or any name starting with "fail" (fail_tolerance,
+    fail_nonfinite, and failures later versions add). A finding such as `inaccurate` is not."""
+    status = str(status)
+    return status == "error" or status.startswith("fail")
+
+
+def output_mask(statuses):
+    """Boolean mask (pandas Series or numpy array of names): the case produced a checked output."""
+    s = pd.Series(np.asarray(statuses, dtype=object).reshape(-1)).astype(str)
+    return (~s.isin(NO_OUTPUT) & ~s.str.startswith("unknown(")).to_numpy().reshape(np.shape(statuses))
+
+
+def failure_mask(statuses):
+    """Boolean mask: the status fails the case (is_failure)."""
+    s = pd.Series(np.asarray(statuses, dtype=object).reshape(-1)).astype(str)
+    return ((s == "error") | s.str.startswith("fail")).to_numpy().reshape(np.shape(statuses))
 
 
 @dataclass
@@ -53,6 +77,7 @@ class KvalRuns:
     ranks: pd.DataFrame  # one row per global rank
     families: dict       # family name -> xr.Dataset
     notes: list = field(default_factory=list)
+    statuses: list = field(default_factory=list)  # status names of the files, in code order
 
     def family(self, name):
         return self.families.get(name)
@@ -94,6 +119,9 @@ def _dim_names(dset, path):
 def _status_lookup(dset, attrs):
     """Code -> name table for the status dataset: its HDF5 enum, else the status_names attribute."""
     mapping = h5py.check_enum_dtype(dset.dtype)
+    if mapping is None and dset.attrs.get("flag_meanings") is not None and dset.attrs.get("flag_values") is not None:
+        mapping = dict(zip(str(_decode(dset.attrs["flag_meanings"])).split(),
+                           np.asarray(dset.attrs["flag_values"]).tolist()))
     if mapping is None and attrs.get("status_names"):
         mapping = {}
         for item in str(attrs["status_names"]).split(","):
@@ -188,9 +216,11 @@ def _read_family(f, name, path, attrs, rank_coords):
         hist_edges = np.asarray(g[HIST_DIM][()], dtype=np.float64)
         sizes[HIST_DIM] = len(hist_edges)
     lookup = _status_lookup(g["status"], attrs)
+    derived = str(_decode(g["status"].attrs.get("coordinates", ""))).split()
+    coords.update(_derived_coords(g, derived, sizes, path))
     data_vars = {}
     for vname, dset in g.items():
-        if not isinstance(dset, h5py.Dataset) or vname in sizes or h5py.h5ds.is_scale(dset.id):
+        if not isinstance(dset, h5py.Dataset) or vname in sizes or vname in derived or h5py.h5ds.is_scale(dset.id):
             continue
         dims = _dim_names(dset, path)
         for dim, size in zip(dims, dset.shape):
@@ -211,6 +241,7 @@ def _read_family(f, name, path, attrs, rank_coords):
         if data_vars[required].dims != tuple(["rank"] + axes):
             raise KvalInputError(f"{path}: {gname}/{required} must have dimensions "
                                  f"[rank, {', '.join(axes)}], found {list(data_vars[required].dims)}")
+    _mark_nonfinite(data_vars)
     all_coords = dict(coords)
     all_coords.update({k: ("rank", v) for k, v in rank_coords.items() if k != "rank"})
     all_coords["rank"] = rank_coords["rank"]
@@ -227,6 +258,35 @@ def _read_family(f, name, path, attrs, rank_coords):
     return ds
 
 
+def _derived_coords(g, names, sizes, path):
+    """The numeric coordinates named by the CF coordinates attribute: name -> (axis, values)."""
+    out = {}
+    for name in names:
+        if name not in g or not isinstance(g[name], h5py.Dataset):
+            raise KvalInputError(f"{path}: {g.name}: coordinate {name} (attribute coordinates) is missing")
+        dims = _dim_names(g[name], path)
+        if len(dims) != 1 or dims[0] not in sizes or g[name].shape[0] != sizes[dims[0]]:
+            raise KvalInputError(f"{path}: {g.name}/{name}: a coordinate must be 1-D along an axis, found "
+                                 f"dimensions {dims} of shape {g[name].shape}")
+        out[name] = (dims[0], np.asarray(g[name][()], dtype=np.int64))
+    return out
+
+
+def _mark_nonfinite(data_vars):
+    """+inf in the error statistics of cells with NaN/Inf outputs; n_nonfinite = n_nan + n_inf."""
+    if "n_nan" not in data_vars or "n_inf" not in data_vars:
+        return
+    n_nan, n_inf = data_vars["n_nan"], data_vars["n_inf"]
+    bad = ((n_nan > 0) | (n_inf > 0)).values
+    count = np.where((n_nan.values < 0) | (n_inf.values < 0), -1, n_nan.values + n_inf.values)
+    data_vars["n_nonfinite"] = xr.Variable(n_nan.dims, count, attrs={
+        "units": "1", "description": "NaN and Inf outputs where the reference is finite (n_nan + n_inf)"})
+    for name in ERROR_FIELDS:
+        if name in data_vars and data_vars[name].dims == n_nan.dims:
+            v = data_vars[name]
+            data_vars[name] = v.copy(data=np.where(bad, np.inf, v.values))
+
+
 def _gpu_keys(table):
     """GPU identity: the UUID when there is one, else host/device_index/local_rank."""
     keys = []
@@ -235,6 +295,13 @@ def _gpu_keys(table):
         keys.append(uuid if uuid else f"{row.host}/dev{getattr(row, 'device_index', '?')}"
                                       f"/local{getattr(row, 'local_rank', row.rank_in_file)}")
     return keys
+
+
+def _column(table, name, default):
+    """A /ranks column as a numpy array, or `default` for every rank when the file lacks it."""
+    if name in table:
+        return table[name].to_numpy(dtype=object if isinstance(default, str) else None)
+    return np.array([default] * len(table), dtype=object if isinstance(default, str) else np.int64)
 
 
 def _load_file(path, offset):
@@ -272,13 +339,16 @@ def _read_file(f, path, offset):
                    "host": table["host"].to_numpy(dtype=object),
                    "gpu_uuid": table["uuid"].to_numpy(dtype=object),
                    "gpu_name": table["device_name"].to_numpy(dtype=object),
+                   "gpu_index": _column(table, "device_index", -1),
+                   "pci_bus_id": _column(table, "pci_bus_id", ""),
+                   "serial": _column(table, "serial", ""),
                    "file": table["file"].to_numpy(dtype=object),
                    "run_time": table["run_time"].to_numpy(dtype=object),
                    "gpu_key": table["gpu_key"].to_numpy(dtype=object),
                    "compare_key": table["compare_key"].to_numpy(dtype=object)}
     families = {}
     for name, obj in f.items():
-        if not isinstance(obj, h5py.Group) or name == "ranks":
+        if not isinstance(obj, h5py.Group) or name == "ranks":  # also skips the named type /case_status
             continue
         if "axes" in obj.attrs or name in KNOWN_FAMILIES:
             families[name] = _read_family(f, name, path, attrs, rank_coords)
@@ -332,7 +402,11 @@ def load(paths):
                          "axis values are still combined")
     families = {name: _combine(dsets) for name, dsets in per_family.items()}
     ranks = pd.concat(tables, ignore_index=True)
-    return KvalRuns(files, ranks, dict(sorted(families.items(), key=lambda kv: _family_order(kv[0]))), notes)
+    statuses = list(STATUS_NAMES)
+    for ds in families.values():
+        statuses += [str(v) for v in pd.unique(ds["status"].values.ravel()) if str(v) not in statuses]
+    return KvalRuns(files, ranks, dict(sorted(families.items(), key=lambda kv: _family_order(kv[0]))), notes,
+                    statuses)
 
 
 def _family_order(name):

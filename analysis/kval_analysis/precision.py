@@ -1,11 +1,14 @@
 """precision.py - `kval-analyze precision`: the precision study. fp16 vs bf16 storage and
-fp16/bf16 vs fp32 accumulation: error distributions per family (log10|err| histograms and
-per-case relative L2 errors), error growth against the reduction length (gemm K, fa2 key
-length and head dim, norm hidden size) with the sqrt(K)*u and K*u model lines, pairwise
-precision comparisons, and a summary of where each precision stays within its tolerance
-(status, max_bound_ratio). Writes precision.html, precision.md and PNGs."""
-import math
+fp16/bf16 vs fp32 accumulation: what ran (backend, GPUs, the --set values and the axis values
+that produced results), where each precision stays within its tolerance, error distributions
+per family (log10|err| histograms and per-case relative L2 errors), fitted growth laws and
+faceted growth charts (growth.py), and pairwise precision comparisons. Honest numbers: a case
+whose output was non-finite shows inf, is counted in its own column and never as a small
+error. One colour per precision on the whole page. Writes precision.html, precision.md,
+precision.json (schema_version 1: what ran, the summary and the fits) and PNGs."""
+import json
 import os
+import shlex
 
 import numpy as np
 import pandas as pd
@@ -13,18 +16,12 @@ import pandas as pd
 from . import plots
 from .cases import family_frame, split_precision, typical_per_case, unit_roundoff
 from .document import Document
-from .io import FAILED, RAN, family_axes
+from .fleet_output import clean
+from .growth import GROWTH, fit_section, growth_plots
+from .io import failure_mask, family_axes, output_mask
 
-THEORY_GREY = {"fp16": "0.45", "bf16": "0.1", "fp32": "0.7"}
+SCHEMA_VERSION = 1
 LADDER = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
-# family -> [(x column, plot stem suffix, x label, what K is)]
-GROWTH = {
-    "gemm": [("K", "K", "reduction length K (elements)", "K")],
-    "fa2": [("seqlen", "seqlen", "sequence length (tokens; P.V reduction over keys)", "key length"),
-            ("headdim", "headdim", "head dimension (Q.K^T reduction)", "head dim")],
-    "layernorm": [("hidden", "hidden", "hidden size (elements reduced per row)", "hidden")],
-    "rmsnorm": [("hidden", "hidden", "hidden size (elements reduced per row)", "hidden")],
-}
 
 
 def bin_labels(edges):
@@ -44,35 +41,6 @@ def bin_labels(edges):
         else:
             labels.append(f"1e{int(e)}")
     return labels
-
-
-def _theory(precisions):
-    """Callback for plots.line_plot drawing sqrt(K)*u and K*u of each accumulator and the
-    output rounding u of each storage type on the rel_l2 panel."""
-    accs = sorted({split_precision(p)[1] for p in precisions}, key=lambda t: -unit_roundoff(t))
-    stores = sorted({split_precision(p)[0] for p in precisions}, key=lambda t: -unit_roundoff(t))
-
-    def draw(ax, metric, xs, colors):
-        if metric != "rel_l2" or len(xs) == 0:
-            return
-        lo, hi = ax.get_ylim()
-        xs = np.asarray(xs, dtype=float)
-        for acc in accs:
-            u = unit_roundoff(acc)
-            if not np.isfinite(u):
-                continue
-            grey = THEORY_GREY.get(acc, "0.3")
-            ax.plot(xs, np.sqrt(xs) * u, color=grey, linestyle="--", linewidth=1,
-                    label=f"sqrt(K)*u  (u={acc} 2^{int(round(math.log2(u)))})")
-            ax.plot(xs, xs * u, color=grey, linestyle=":", linewidth=1.3, label=f"K*u  (u={acc})")
-        for st in stores:
-            u = unit_roundoff(st)
-            if np.isfinite(u):
-                ax.axhline(u, color=THEORY_GREY.get(st, "0.3"), linestyle="-.", linewidth=0.8,
-                           label=f"u of {st} storage (output rounding)")
-        ax.set_ylim(lo / 3, hi * 20)
-
-    return draw
 
 
 def _typical(frames):
@@ -106,12 +74,16 @@ def summary_table(frames, typical):
             continue
         for prec in frame["precision"].unique():
             part = w[w["precision"] == prec]
-            ran = part[part["status"].isin(RAN)]
-            bad = part[part["status"].isin(FAILED)]
+            ran = part[output_mask(part["status"])]
+            bad = part[failure_mask(part["status"])]
             skipped = frame[(frame["precision"] == prec) & (frame["status"] == "skipped")]
             storage, accum = split_precision(prec)
+            others = {st: int((part["status"] == st).sum()) for st in part["status"].unique()
+                      if st != "pass" and not failure_mask([st])[0]}
             rows.append({"family": name, "precision": prec, "storage": storage, "accum": accum,
                          "cases": len(part), "pass": int((part["status"] == "pass").sum()), "fail": len(bad),
+                         "non-finite": int((ran["n_nonfinite"] > 0).sum()) if "n_nonfinite" in ran else 0,
+                         "other statuses": ", ".join(f"{k} {v}" for k, v in sorted(others.items())) or "-",
                          "skipped": int(skipped[axes].drop_duplicates().shape[0]),
                          "max_bound_ratio": float(ran["max_bound_ratio"].max()) if len(ran) else np.nan,
                          "median_rel_l2": float(ran["rel_l2"].median()) if len(ran) else np.nan,
@@ -125,9 +97,10 @@ def ladder_table(typical):
     """Fraction of cases whose relative L2 error is at most each level."""
     rows = []
     for name, w in typical.items():
-        ran = w[w["status"].isin(RAN) & np.isfinite(w["rel_l2"].astype(float))] if "rel_l2" in w else w.iloc[0:0]
+        ran = w[output_mask(w["status"]) & ~np.isnan(w["rel_l2"].astype(float))] if "rel_l2" in w else w.iloc[0:0]
         for prec, part in ran.groupby("precision", sort=False):
-            row = {"family": name, "precision": prec, "cases": len(part)}
+            row = {"family": name, "precision": prec, "cases": len(part),
+                   "non-finite": float(np.isinf(part["rel_l2"].astype(float)).mean())}
             row.update({f"rel_l2<={lvl:g}": float((part["rel_l2"] <= lvl).mean()) for lvl in LADDER})
             rows.append(row)
     return pd.DataFrame(rows)
@@ -140,7 +113,7 @@ def pair_table(frames, typical):
         w = typical[name]
         if w.empty or "precision" not in w:
             continue
-        w = w[w["status"].isin(RAN)]
+        w = w[output_mask(w["status"])]
         others = [a for a in axes if a != "precision"]
         precs = list(dict.fromkeys(w["precision"]))
         for a in precs:
@@ -151,14 +124,17 @@ def pair_table(frames, typical):
                                   (aa == ab and unit_roundoff(sb) > unit_roundoff(sa))):
                     continue
                 m = w[w["precision"] == a].merge(w[w["precision"] == b], on=others, suffixes=("_a", "_b"))
-                m = m[(m["rel_l2_a"] > 0) & np.isfinite(m["rel_l2_b"])]
+                both = np.isfinite(m["rel_l2_a"]) & np.isfinite(m["rel_l2_b"])
+                nonfinite = int((~both).sum())
+                m = m[both & (m["rel_l2_a"] > 0)]
                 if m.empty:
                     continue
                 rows.append({"family": name, "effect": "accumulator" if sa == sb else "storage",
                              "baseline": a, "compared": b, "matched cases": len(m),
                              "median rel_l2 baseline": float(m["rel_l2_a"].median()),
                              "median rel_l2 compared": float(m["rel_l2_b"].median()),
-                             "median ratio": float((m["rel_l2_b"] / m["rel_l2_a"]).median())})
+                             "median ratio": float((m["rel_l2_b"] / m["rel_l2_a"]).median()),
+                             "pairs with non-finite output (left out)": nonfinite})
     return pd.DataFrame(rows)
 
 
@@ -166,7 +142,7 @@ def _hist_curves(ds):
     """Per precision: fraction of compared elements per log10|err| bin (cells that ran)."""
     if "hist" not in ds or "precision" not in ds.dims:
         return None, None
-    mask = ds["status"].isin(list(RAN))
+    mask = ds["status"].copy(data=output_mask(ds["status"].values))
     hist = ds["hist"].where(mask).astype(float)
     other = [d for d in hist.dims if d not in ("precision", "hist_bin")]
     per = hist.sum(dim=other)
@@ -189,34 +165,59 @@ def _distribution(doc, name, ds, w, outdir):
                        "(all ranks), as a fraction per precision")
     else:
         doc.note(f"{name}: no error histogram data (hist absent or every cell not run).")
-    ran = w[w["status"].isin(RAN)] if not w.empty else w
+    ran = w[output_mask(w["status"])] if not w.empty else w
     png = f"precision_{name}_rel_l2_box.png"
     groups = {p: part["rel_l2"].to_numpy(dtype=float) for p, part in ran.groupby("precision", sort=False)} \
         if not ran.empty and "precision" in ran else {}
+    bad = {p: int(np.isinf(v).sum()) for p, v in groups.items() if np.isinf(v).any()}
     if plots.box_plot(groups, os.path.join(outdir, png), f"{name}: relative L2 error per case",
                       "relative L2 error ||out-ref||/||ref|| (1)"):
-        doc.image(png, f"{name}: distribution over cases of the relative L2 error (median rank per case)")
+        doc.image(png, f"{name}: distribution over cases of the relative L2 error (median rank per case)" +
+                  (f"; not shown, non-finite output: {', '.join(f'{p} {n} case(s)' for p, n in bad.items())}"
+                   if bad else ""))
     else:
         doc.note(f"{name}: no finite relative L2 errors.")
 
 
-def _growth(doc, name, frame, outdir):
-    ran = frame[frame["status"].isin(RAN)]
-    specs = GROWTH.get(name, [])
-    for x, stem, xlabel, kname in specs:
-        if x not in ran or ran[x].nunique() < 2:
-            doc.note(f"{name}: fewer than two values of {x}: no growth plot against it.")
-            continue
-        png = f"precision_{name}_growth_{stem}.png"
-        ok = plots.line_plot(ran, x, ["rel_l2", "max_ulp"], ["precision"], os.path.join(outdir, png), name, xlabel,
-                             ["relative L2 error ||out-ref||/||ref|| (1)", "max error (ULPs of the storage type)"],
-                             agg="median", theory=_theory(ran["precision"].unique()), logy=True)
-        if ok:
-            doc.image(png, f"{name}: error growth with the {kname} (median over ranks and the other axes); grey "
-                           "lines: sqrt(K)*u (typical, round-to-nearest) and K*u (worst case) for each accumulator "
-                           "u, and the storage type's u")
-        else:
-            doc.note(f"{name}: no finite errors to plot against {x}.")
+def _set_values(command_line):
+    """The --set overrides of a recorded command line."""
+    try:
+        words = shlex.split(str(command_line))
+    except ValueError:
+        return []
+    out = [w.split("=", 1)[1] for w in words if w.startswith("--set=")]
+    out += [words[i + 1] for i, w in enumerate(words[:-1]) if w == "--set"]
+    return out
+
+
+def what_ran(runs, frames):
+    """Backend, GPUs, versions, --set values and the axis values that produced results."""
+    ranks = runs.ranks
+    info = {"files": [os.path.basename(f.path) for f in runs.files],
+            "backend": sorted({str(f.attrs.get("backend", "?")) for f in runs.files}),
+            "kval": sorted({f"{f.attrs.get('kval_version', '?')} (git {f.attrs.get('git_commit', '?')})"
+                            for f in runs.files}),
+            "gpus": {str(k): int(v) for k, v in ranks.groupby("device_name")["gpu_key"].nunique().items()},
+            "hosts": sorted(set(map(str, ranks["host"]))),
+            "set": sorted({v for f in runs.files for v in _set_values(f.attrs.get("command_line", ""))}),
+            "seed": sorted({str(f.attrs.get("seed", "?")) for f in runs.files}), "axes": {}}
+    for name, (frame, axes) in frames.items():
+        ran = frame[output_mask(frame["status"])]
+        info["axes"][name] = {a: [v.item() if isinstance(v, np.generic) else v for v in
+                                  sorted(ran[a].unique(), key=lambda t: (isinstance(t, str), t))] for a in axes}
+    return info
+
+
+def _header(doc, info):
+    doc.heading("What ran")
+    doc.paragraph(f"Backend {', '.join(info['backend'])}; GPUs: "
+                  + ", ".join(f"{m} x{n}" for m, n in info["gpus"].items())
+                  + f" on {len(info['hosts'])} host(s) ({', '.join(info['hosts'][:8])}"
+                  + (" ..." if len(info["hosts"]) > 8 else "") + f"); kval {', '.join(info['kval'])}; seed "
+                  + ", ".join(info["seed"]) + "; --set: " + ("; ".join(info["set"]) or "none") + ".")
+    rows = [{"family": fam, "axis values that produced results": "; ".join(
+        f"{a} = {' '.join(map(str, v)) or '(none)'}" for a, v in axes.items())} for fam, axes in info["axes"].items()]
+    doc.table(pd.DataFrame(rows), caption="the deck's values that ran: axis values with at least one result")
 
 
 def build_precision(runs, outdir):
@@ -225,22 +226,27 @@ def build_precision(runs, outdir):
     frames = {n: (family_frame(ds), family_axes(ds)) for n, ds in runs.families.items()}
     typical = _typical(frames)
     doc = Document("kval precision study")
-    doc.paragraph(f"{len(runs.files)} file(s): {', '.join(os.path.basename(f.path) for f in runs.files)}. "
+    info = what_ran(runs, frames)
+    doc.paragraph(f"{len(runs.files)} file(s): {', '.join(info['files'])}. "
                   "Errors are against an fp64 reference on the same rounded inputs. Per case the rank with "
                   "the median error/tolerance ratio stands for the case, so one faulty GPU does not distort "
                   "the study (kval-analyze fleet and report show faulty ranks). Unit roundoff u: fp16 "
                   "2^-11, bf16 2^-8, fp32 2^-24.")
     for note in runs.notes:
         doc.note(note)
+    _header(doc, info)
+    out = {"schema_version": SCHEMA_VERSION, "what_ran": info, "summary": [], "fits": []}
     if not frames:
         doc.note("These files hold no kernel family groups.")
-        return doc.write(outdir, "precision")
+        return _write(doc, out, outdir)
     doc.heading("Which precision is within tolerance where")
     summary = summary_table(frames, typical)
     if summary.empty:
         doc.note("No family has a precision axis with cases that ran.")
     else:
-        doc.table(summary, row_class=lambda r: "bad" if r["fail"] else "")
+        doc.table(summary, row_class=lambda r: "bad" if r["fail"] else "warn" if r["non-finite"] else "")
+    out["summary"] = summary.to_dict("records")
+    out["fits"] = fit_section(doc, typical, frames).to_dict("records")
     doc.heading("Fraction of cases within relative-L2 levels", 3)
     doc.table(ladder_table(typical))
     doc.heading("Storage and accumulator effects", 3)
@@ -253,7 +259,14 @@ def build_precision(runs, outdir):
             doc.note(f"{name} has no precision axis.")
             continue
         _distribution(doc, name, runs.families[name], typical[name], outdir)
-        _growth(doc, name, frame, outdir)
+        growth_plots(doc, name, frame, outdir)
     for missing in [f for f in GROWTH if f not in frames]:
         doc.note(f"Family {missing} is not in these files.")
+    return _write(doc, out, outdir)
+
+
+def _write(doc, out, outdir):
+    with open(os.path.join(outdir, "precision.json"), "w", encoding="utf-8") as f:
+        json.dump(clean(out), f, indent=2, allow_nan=False)
+        f.write("\n")
     return doc.write(outdir, "precision")

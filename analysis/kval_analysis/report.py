@@ -1,24 +1,30 @@
 """report.py - `kval-analyze report`: one self-contained HTML page (PNGs beside it), a
-Markdown summary and per-family CSV tables from one or many kval files: run metadata and
-the deck, the GPU of every rank, pass/fail counts per family and precision, the worst cases
-by error, throughput tables and charts (error and throughput against the sweep axes,
-roofline with the measured ceilings, spread of time across ranks)."""
+Markdown summary and per-family CSV tables from one or many kval files. The verdict comes
+first (fleet.analyse: PASS / FAIL / INCOMPLETE and one row per physical GPU, keyed by UUID,
+with host, GPU index, PCI bus id, serial), then fingerprint disagreements, failed cases and
+performance outliers (with the spread of every GPU's time against its peers), then the run
+metadata and the deck, the GPUs, pass/fail counts per family and precision, the worst cases
+by error (non-finite outputs as inf), throughput tables and charts (error and throughput
+against the sweep axes, roofline with the measured ceilings)."""
 import os
 
 import numpy as np
 import pandas as pd
 
-from . import plots
+from . import fleet, plots
 from .cases import ERROR_STATS, family_frame, status_matrix, throughput_table, worst_per_case
 from .document import Document
-from .io import FAILED, RAN, case_labels, family_axes
+from .fleet_output import gpu_label
+from .io import case_labels, failure_mask, family_axes, output_mask
 
 RUN_ATTRS = ("kval_version", "git_commit", "command_line", "creation_time", "complete", "backend", "mode", "seed",
              "nranks", "layout_version", "mpi_version", "hdf5_version", "hdf5_flavour", "cuda_runtime",
              "cuda_driver", "slurm_job_id", "slurm_nodes", "deck_path")
-GPU_COLUMNS = ("rank", "file", "rank_in_file", "host", "local_rank", "device_index", "device_name", "uuid",
-               "serial", "pci_bus_id", "sm_count", "cc", "memory_GiB", "driver_version", "runtime_version",
-               "copy_gbps", "matrix_tflops", "fp64_tflops", "nvml")
+GPU_COLUMNS = ("host", "device_index", "pci_bus_id", "serial", "uuid", "device_name", "runs", "ranks", "sm_count",
+               "cc", "memory_GiB", "driver_version", "runtime_version", "copy_gbps", "matrix_tflops", "fp64_tflops",
+               "nvml")
+MAX_LISTED = 40
+MAX_VERDICT_ROWS = 16
 YLABEL = {"rel_l2": "relative L2 error ||out-ref||/||ref|| (1)",
           "max_ulp": "max error (ULPs of the storage type)",
           "tflops": "throughput (TFLOP/s)", "gbps": "bandwidth (GB/s)"}
@@ -58,15 +64,113 @@ def _run_section(doc, runs):
 
 
 def _gpu_section(doc, runs):
-    doc.heading("GPUs (one row per rank)")
+    doc.heading("GPUs (one row per physical GPU)")
     t = runs.ranks.copy()
     if "cc_major" in t and "cc_minor" in t:
         t["cc"] = t["cc_major"].astype(str) + "." + t["cc_minor"].astype(str)
     if "memory_bytes" in t:
         t["memory_GiB"] = t["memory_bytes"].astype(float) / 2**30
-    if len(runs.files) > 1:
-        t["file"] = t["file"].map(os.path.basename)
-    doc.table(t[[c for c in GPU_COLUMNS if c in t and (c != "file" or len(runs.files) > 1)]])
+    g = t.groupby("gpu_key", sort=False)
+    first = g.first()
+    first["runs"] = g["file"].nunique()
+    first["ranks"] = g["rank"].apply(lambda r: ",".join(map(str, r)))
+    doc.paragraph("A GPU that appears in several files (several runs, e.g. weekly campaigns) is one row, keyed "
+                  "by its UUID; ranks are the global rank numbers of the files in the order given.")
+    doc.table(first.reset_index()[[c for c in GPU_COLUMNS if c in first]])
+
+
+def _verdict_section(doc, runs, res):
+    doc.heading("Verdict")
+    bad = [g for g in res["gpus"] if g["verdict"] != "PASS"]
+    backends = sorted({str(f.attrs.get("backend", "?")) for f in runs.files})
+    doc.verdict(res["verdict"], f"{len(res['gpus'])} GPU(s) in {len(runs.files)} file(s) ({', '.join(backends)} "
+                                f"backend): {sum(g['verdict'] == 'FAIL' for g in bad)} fail, "
+                                f"{sum(g['verdict'] == 'INCOMPLETE' for g in bad)} incomplete. The checks are "
+                                "those of kval-analyze fleet (its README section): fingerprints, failed cases, "
+                                "performance against the GPU's peers with the recorded noise, completeness.")
+    rows = [{"verdict": g["verdict"], "host": g["host"], "gpu": g["gpu_index"], "pci_bus_id": g["pci_bus_id"],
+             "serial": g["serial"], "uuid": g["uuid"], "model": g["gpu_name"], "ranks": ",".join(map(str, g["ranks"])),
+             **{c: g["checks"].get(c, "-") for c in ("fingerprint", "failures", "performance", "completeness")},
+             "why": "; ".join(g["failing"])} for g in res["gpus"]]
+    if len(rows) > MAX_VERDICT_ROWS:  # a fleet: the GPUs that need attention; every GPU in the GPUs section
+        shown = [r for r in rows if r["verdict"] != "PASS"]
+        doc.paragraph(f"{len(rows) - len(shown)} GPU(s) pass every check (all GPUs: the GPUs section below).")
+        rows = shown
+    if rows:
+        doc.table(pd.DataFrame(rows), row_class=lambda r: {"FAIL": "bad", "INCOMPLETE": "warn"}.get(r["verdict"], ""))
+    for note in res["notes"]:
+        doc.note(note)
+
+
+def _fingerprint_section(doc, res):
+    dis = res["fingerprint"]["disagreements"]
+    doc.heading(f"Fingerprint disagreements ({len(dis)})")
+    if not dis:
+        doc.paragraph(f"None: every case that ran on two or more GPUs of one model gave the same output bits "
+                      f"({len(res['fingerprint']['comparable_ranks'])} comparable ranks).")
+        return
+    frame = pd.DataFrame(dis)
+    frame["gpu"] = [gpu_label(d) for d in dis]
+    per = frame.groupby(["gpu", "gpu_name"], sort=False).agg(
+        cases=("family", "size"), families=("family", lambda f: ", ".join(sorted(set(f)))),
+        no_majority=("majority", lambda m: int(m.isna().sum()))).reset_index()
+    doc.paragraph("The same inputs on GPUs of the same model gave different output bits: silent data corruption "
+                  "on the GPU named, or, where no fingerprint has a majority (e.g. two GPUs), on one of them.")
+    doc.table(per, row_class=lambda r: "bad")
+    detail = frame.assign(case=[" ".join(f"{k}={v}" for k, v in d["case"].items()) for d in dis])
+    doc.table(detail[["gpu", "family", "case", "fingerprint", "majority", "agreeing_ranks", "ranks"]].head(MAX_LISTED),
+              caption=f"first {min(MAX_LISTED, len(dis))} of {len(dis)} (all: kval-analyze fleet --json)")
+
+
+def _failures_section(doc, res):
+    fails = res["failures"]
+    doc.heading(f"Failed cases ({len(fails)})")
+    if not fails:
+        doc.paragraph("None.")
+        return
+    frame = pd.DataFrame([{"gpu": gpu_label(d), "family": d["family"],
+                           "case": " ".join(f"{k}={v}" for k, v in d["case"].items()), "status": d["status"],
+                           "max_bound_ratio": d["max_bound_ratio"], "n_nan": d["n_nan"], "n_inf": d["n_inf"],
+                           "message": d["message"]} for d in fails])
+    doc.table(frame, max_rows_html=200, row_class=lambda r: "bad")
+
+
+def _performance_section(doc, runs, res, outdir):
+    perf = res["performance"]["gpus"]
+    o = res["options"]
+    doc.heading("Performance against peers")
+    if not perf:
+        doc.paragraph("No GPU has a peer of its model that timed the same cases.")
+        return
+    doc.paragraph(f"Per case, each GPU's median time over the median of the other GPUs of its model; SAME when "
+                  f"within the 95 % noise kval recorded (p10/p90 and repetitions), AMBIGUOUS when that noise "
+                  f"exceeds {100 * o['noise']:.0f} %. A GPU fails when the interval of its median slowdown "
+                  f"(family-wise {100 * o['confidence']:.0f} % over the GPUs) lies above {100 * o['slow']:.0f} % "
+                  f"and, with three or more GPUs, its robust z among them exceeds {o['z']}.")
+    rows = [{"verdict": "FAIL" if g["flagged"] else "pass", "gpu": gpu_label(g), "model": g["gpu_name"],
+             "cases": g["cases"], "median slowdown": f"{100 * (g['median_ratio'] - 1):+.1f}%",
+             "interval": f"{100 * (g['ratio_low'] - 1):+.1f}% .. {100 * (g['ratio_high'] - 1):+.1f}%",
+             "z": g["median_z"], **{s: g["states"][s] for s in ("SAME", "FAST", "SLOW", "AMBIGUOUS")},
+             "sm_clock_min": g["telemetry"]["sm_clock_min"], "temp_max": g["telemetry"]["temperature_max"],
+             "throttle": g["telemetry"]["throttle_reasons"]}
+            for g in sorted(perf, key=lambda g: -(g["median_ratio"] or 0))]
+    doc.table(pd.DataFrame(rows), row_class=lambda r: "bad" if r["verdict"] == "FAIL" else "")
+    cmp = fleet.case_comparison(fleet.timing_frame(runs), o["noise"])
+    failing = {g["gpu_key"] for g in res["gpus"] if g["verdict"] == "FAIL"}
+    gpus = fleet.gpu_table(runs.ranks)
+    if cmp.empty:
+        return
+    labels = {k: gpu_label(dict(g, rank=g["ranks"][0])) .split(" (")[0] for k, g in gpus.items()}
+    if len(set(labels.values())) < len(labels):  # one host and index for several GPUs: add the UUID
+        labels = {k: f"{labels[k]} {k[:12]}" for k in labels}
+    spread = pd.DataFrame({"label": cmp["gpu_key"].map(labels), "ratio": cmp["ratio"],
+                           "failing": cmp["gpu_key"].isin(failing)})
+    if plots.spread_plot(spread, os.path.join(outdir, "spread.png")):
+        two = cmp["gpu_key"].nunique() == 2
+        doc.image("spread.png", "Time of every case on each GPU over the median time of the other GPUs of its "
+                  "model (log scale; 1 = as fast as its peers; red: fails the verdict)" +
+                  ("; with two GPUs each is compared with the other, so the plot is symmetric and only the "
+                   "verdict's interval says which one is slow" if two else ""))
 
 
 def _status_section(doc, runs):
@@ -77,7 +181,8 @@ def _status_section(doc, runs):
     matrix = status_matrix(runs)
     doc.paragraph("Counts of (rank, case) cells. not_run cells of a split-mode run are the cases other "
                   "ranks ran.")
-    doc.table(matrix, row_class=lambda r: "bad" if any(r.get(s, 0) for s in FAILED) else "")
+    bad = [c for c in matrix.columns if c not in ("family", "precision") and (c == "error" or c.startswith("fail"))]
+    doc.table(matrix, row_class=lambda r: "bad" if any(r.get(s, 0) for s in bad) else "")
 
 
 def _worst_section(doc, frames, top=20):
@@ -95,12 +200,14 @@ def _worst_section(doc, frames, top=20):
     allw = pd.concat(rows, ignore_index=True)
     if not np.isfinite(allw["max_bound_ratio"].astype(float)).any():
         doc.note("max_bound_ratio is NaN everywhere: cases listed unsorted.")
-    allw = (allw.assign(_failed=allw["status"].isin(FAILED))
+    allw = (allw.assign(_failed=failure_mask(allw["status"]))
             .sort_values(["_failed", "max_bound_ratio"], ascending=False, na_position="last").head(top))
     cols = ["family", "case", "host", "rank", "status", "message"] + [c for c in ERROR_STATS if c in allw]
+    cols += ["n_nonfinite"] if "n_nonfinite" in allw else []
     doc.paragraph(f"The {len(allw)} worst cases: failures first, then by error / tolerance bound ratio "
-                  "(pass <= 1), each on the rank where it was worst.")
-    doc.table(allw[cols], row_class=lambda r: "bad" if r["status"] in FAILED else "")
+                  "(pass <= 1), each on the rank where it was worst. A case whose output held NaN or Inf shows "
+                  "inf in every error statistic (n_nonfinite counts those elements).")
+    doc.table(allw[cols], row_class=lambda r: "bad" if failure_mask([r["status"]])[0] else "")
 
 
 def _throughput_section(doc, frames, outdir):
@@ -129,7 +236,7 @@ def _plot_family(doc, name, frame, axes, outdir):
             return
         specs = [(f"{name}_error_vs_{ints[0]}", ints[0], ["rel_l2", "max_ulp"], ["precision"], "max",
                   ints[0], "worst over ranks and the other axes")]
-    ran = frame[frame["status"].isin(RAN)]
+    ran = frame[output_mask(frame["status"])]
     for stem, x, metrics, series, agg, xlabel, covers in specs:
         series = [s for s in series if s in ran and ran[s].nunique() > 0]
         png = f"{stem}.png"
@@ -145,7 +252,7 @@ def _plot_family(doc, name, frame, axes, outdir):
 def _roofline(doc, runs, frames, outdir):
     points = []
     for name, (frame, axes) in frames.items():
-        ran = frame[frame["status"].isin(RAN)]
+        ran = frame[output_mask(frame["status"])]
         if {"intensity", "tflops"} <= set(ran.columns) and not ran.empty:
             med = ran.groupby(axes)[["intensity", "tflops"]].median().reset_index()
             points.append(med.assign(family=name))
@@ -165,22 +272,6 @@ def _roofline(doc, runs, frames, outdir):
         doc.note("Roofline: no measured ceilings in /ranks (copy_gbps, matrix_tflops).")
 
 
-def _spread(doc, frames, outdir):
-    parts = []
-    for name, (frame, axes) in frames.items():
-        ran = frame[frame["status"].isin(RAN) & np.isfinite(frame["time_median"].astype(float))]
-        if ran.empty:
-            continue
-        med = ran.groupby(axes)["time_median"].transform("median")
-        labels = [f"{h}:{r}" for h, r in zip(ran["host"], ran["rank"])]
-        parts.append(pd.DataFrame({"label": labels, "ratio": (ran["time_median"] / med).to_numpy()}))
-    if not parts or not plots.spread_plot(pd.concat(parts, ignore_index=True), os.path.join(outdir, "spread.png")):
-        doc.note("Spread across ranks: no timed case.")
-        return
-    doc.image("spread.png", "Spread across ranks: time of each case on each rank over the case's median "
-              "over ranks (all families); a rank consistently above 1 is slower than its peers")
-
-
 def _frames(runs):
     return {name: (family_frame(ds), family_axes(ds)) for name, ds in runs.families.items()}
 
@@ -189,8 +280,8 @@ def _summary(doc, runs, frames):
     lines = []
     for name, (frame, axes) in frames.items():
         ds = runs.families[name]
-        n_fail = int(frame["status"].isin(FAILED).sum())
-        n_ran = int(frame["status"].isin(RAN).sum())
+        n_fail = int(failure_mask(frame["status"]).sum())
+        n_ran = int(output_mask(frame["status"]).sum())
         lines.append(f"{name}: {ds.attrs['n_valid']} valid case(s), {ds.attrs['n_skipped']} skipped; "
                      f"{n_ran} (rank, case) result(s), {n_fail} failure(s).")
     ranks = runs.ranks
@@ -207,7 +298,12 @@ def build_report(runs, outdir):
     """Write report.html, report.md, PNGs and CSVs into outdir; returns (html, md) paths."""
     os.makedirs(outdir, exist_ok=True)
     frames = _frames(runs)
+    res = fleet.analyse(runs)
     doc = Document("kval report")
+    _verdict_section(doc, runs, res)
+    _fingerprint_section(doc, res)
+    _failures_section(doc, res)
+    _performance_section(doc, runs, res, outdir)
     _summary(doc, runs, frames)
     _run_section(doc, runs)
     _gpu_section(doc, runs)
@@ -219,7 +315,6 @@ def build_report(runs, outdir):
         for name, (frame, axes) in frames.items():
             doc.heading(name, 3)
             _plot_family(doc, name, frame, axes, outdir)
-        doc.heading("Roofline and rank spread", 3)
+        doc.heading("Roofline", 3)
         _roofline(doc, runs, frames, outdir)
-        _spread(doc, frames, outdir)
     return doc.write(outdir, "report")

@@ -1,9 +1,11 @@
-"""synth.py - writes synthetic kval HDF5 files in exactly the layout of notes/LAYOUT.md
-(layout_version 1) with h5py: root attributes, /ranks, one group per family with dimension
-scales attached through h5py's dims API, the HDF5 enum status, fixed-length messages, the
-log10|err| histogram and the fleet fingerprint comparison. Values follow a simple error model
-(sqrt(K) * u growth) and roofline timing model; faults (flipped fingerprints, slow ranks,
-failures) are injected on request so the analysis tests do not depend on the C code."""
+"""synth.py - writes synthetic kval HDF5 files in the layout kval writes (README "The HDF5
+file", layout_version 2) with h5py: root attributes, /ranks, one group per family with
+dimension scales attached through h5py's dims API, the status enum as the named type
+/case_status, fixed-length messages, the log10|err| histogram, gemm's M/N/K coordinates and
+the fleet fingerprint comparison. Values follow a simple error model (sqrt(K) * u growth) and
+roofline timing model with run-to-run jitter, a persistent per-GPU speed spread and recorded
+p10/p90 spread; faults (flipped fingerprints, slow ranks, failures, NaN outputs, cells never
+run) are injected on request so the analysis tests do not depend on the C code."""
 import hashlib
 import math
 
@@ -142,7 +144,8 @@ def _fill_cell(out, idx, r, values, meas, rng, opts):
     bound_ratio = 0.5 * rel_l2 / (us + math.sqrt(k) * ua)
     peak, bw = (780e12, 4.2e12) if opts["backend"] == "cuda" else (1e11, 2e10)
     t = max(flops / (0.6 * peak), nbytes / (0.8 * bw)) + 5e-6
-    t *= (1.0 + 0.004 * rng.standard_normal()) * opts["slow"].get(r, 1.0) * opts["time_factor"]
+    t *= (1.0 + opts["jitter"] * rng.standard_normal()) * opts["gpu_factor"][r] * opts["slow"].get(r, 1.0)
+    t *= opts["time_factor"]
     for fam, sel, rr, factor in opts["case_slow"]:
         if rr == r and fam == opts["family"] and _select(values, sel):
             t *= factor
@@ -182,6 +185,12 @@ def _fill_cell(out, idx, r, values, meas, rng, opts):
             out["message"][(r,) + idx] = message.encode()[:96]
             if status == "fail_nonfinite":
                 out["n_nan"][(r,) + idx] = 3
+    for fam, sel in opts["all_nan"]:  # every output NaN: kval's statistics of the finite elements are 0
+        if fam == opts["family"] and _select(values, sel):
+            out["status"][(r,) + idx] = STATUS["fail_nonfinite"]
+            out["n_nan"][(r,) + idx] = count
+            for name in ("max_abs", "max_rel", "rel_l2", "mean_abs", "max_ulp", "p99_ulp", "max_bound_ratio"):
+                out[name][(r,) + idx] = 0.0
 
 
 def _fp_compare(out, device_names, nranks):
@@ -236,6 +245,8 @@ def _write_family(f, family, nranks, rng, opts):
         n_valid += 1
         ranks = range(nranks) if opts["mode"] == "fleet" else [flat % nranks]
         for r in ranks:
+            if opts["missing"] and rng.random() < opts["missing"]:
+                continue  # the run never reached this cell on this rank
             _fill_cell(out, idx, r, values, meas, rng, dict(opts, family=family))
     g.attrs["axes"] = ",".join(axes)
     g.attrs["n_cells"] = np.int64(int(np.prod(shape)))
@@ -244,9 +255,14 @@ def _write_family(f, family, nranks, rng, opts):
     for k, v in spec["params"].items():
         g.attrs[k] = np.float64(v)
     scales = [rank_scale] + axis_scales
-    enum = h5py.enum_dtype(STATUS, basetype="i1")
-    d = g.create_dataset("status", data=out["status"], dtype=enum, fillvalue=0)
+    d = g.create_dataset("status", data=out["status"], dtype=f["case_status"], fillvalue=0)
     _attach(d, scales)
+    if family == "gemm":
+        shape_scale = axis_scales[axes.index("shape")]
+        for k, name in enumerate("MNK"):
+            c = g.create_dataset(name, data=np.array([int(v.split("x")[k]) for v in grid[axes.index("shape")]]))
+            c.dims[0].attach_scale(shape_scale)
+        d.attrs["coordinates"] = "M N K"
     d = g.create_dataset("fingerprint", data=out["fingerprint"], fillvalue=np.uint64(0))
     _attach(d, scales)
     for name, unit in DOUBLES + INTS:
@@ -273,15 +289,19 @@ def write_kval_file(path, nranks=4, gpus_per_host=2, host_prefix="node", familie
                     backend="cuda", mode="fleet", seed=42, slow=None, case_slow=(), flips=(), failures=(),
                     error_scale=1.0, time_factor=1.0, device_names=None, layout_version=2,
                     drop_root_attrs=(), drop_groups=(), fp_compare=True, fixed_strings=False,
-                    creation_time="2026-11-30T08:00:00Z", noise_seed=1):
+                    creation_time="2026-11-30T08:00:00Z", noise_seed=1, jitter=0.004, gpu_spread=0.0,
+                    missing=0.0, all_nan=()):
     """Write one synthetic kval file. slow: {rank: factor}; case_slow: [(family, {axis: v}, rank,
     factor)]; flips: [(family, {axis: v}, rank)]; failures: [(family, {axis: v}, rank, status,
-    message)]."""
+    message)]; jitter: relative run-to-run noise of every time; gpu_spread: relative sigma of a
+    persistent speed factor per GPU; missing: fraction of (rank, cell) results never written
+    (the file is then incomplete); all_nan: [(family, {axis: v})] cells whose output is all NaN."""
     rng = np.random.default_rng(noise_seed)
     opts = {"backend": backend, "mode": mode, "seed": seed, "slow": dict(slow or {}),
             "case_slow": list(case_slow), "flips": list(flips), "failures": list(failures),
             "error_scale": error_scale, "time_factor": time_factor, "device_names": device_names,
-            "fp_compare": fp_compare}
+            "fp_compare": fp_compare, "jitter": jitter, "missing": missing, "all_nan": list(all_nan),
+            "gpu_factor": 1.0 + gpu_spread * rng.standard_normal(nranks)}
     deck = "\n".join(f"[{fam}]\n" + "\n".join(f"{a} = {' '.join(map(str, v))}" for a, v in FAMILIES[fam]["axes"])
                      for fam in families) + "\n"
     with h5py.File(path, "w") as f:
@@ -290,11 +310,12 @@ def write_kval_file(path, nranks=4, gpus_per_host=2, host_prefix="node", familie
                  "mpi_version": "Open MPI v4.1.6", "hdf5_version": "1.10.10", "cuda_runtime": "13.0",
                  "cuda_driver": "13.0", "slurm_job_id": "", "slurm_nodes": "", "backend": backend, "mode": mode,
                  "seed": np.uint64(seed), "nranks": np.int32(nranks), "hdf5_flavour": "serial",
-                 "layout_version": np.int32(layout_version),
-                 "status_names": ",".join(f"{v}={k}" for k, v in STATUS.items())}
+                 "layout_version": np.int32(layout_version), "complete": np.int64(0 if missing else 1),
+                 "status_names": ",".join(f"{v}={k}" for k, v in STATUS.items()), "Conventions": "CF-1.10"}
         for k, v in attrs.items():
             if k not in drop_root_attrs:
                 f.attrs[k] = v
+        f["case_status"] = h5py.enum_dtype(STATUS, basetype="i1")
         if "ranks" not in drop_groups:
             _write_ranks(f, _rank_rows(nranks, gpus_per_host, host_prefix, device_names, backend), fixed_strings)
         for fam in families:

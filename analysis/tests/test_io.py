@@ -132,3 +132,65 @@ def test_not_hdf5_and_missing_file(tmp_path, capsys):
 def test_missing_baseline_file_exit_2(clean_file, tmp_path, capsys):
     assert cli.main(["fleet", clean_file, "--baseline", str(tmp_path / "gone.h5")]) == 2
     assert "gone.h5: no such file" in capsys.readouterr().err
+
+
+def test_export_flat_table(make_file, tmp_path, capsys):
+    a = make_file("a.h5", nranks=2, families=("gemm", "rmsnorm"))
+    out = str(tmp_path / "cases.csv")
+    assert cli.main(["export", a, "-o", out]) == 0
+    import pandas as pd
+    table = pd.read_csv(out)
+    assert len(table) == 2 * (36 + 24)
+    assert list(table.columns[:6]) == ["family", "file", "rank", "rank_in_file", "host", "gpu_uuid"]
+    gemm = table[table["family"] == "gemm"]
+    assert set(gemm["M"]) == {256, 512, 1024} and set(gemm["K"]) == {256, 1024, 4096}
+    assert gemm["hidden"].isna().all() and table.loc[table["family"] == "rmsnorm", "shape"].isna().all()
+    assert cli.main(["export", a, "-o", str(tmp_path / "cases.txt")]) == 2
+    assert "must end in .csv or .parquet" in capsys.readouterr().err
+
+
+def test_gemm_coordinates_and_unknown_status(make_file):
+    path = make_file("coords.h5", nranks=2, families=("gemm",))
+    with h5py.File(path, "a") as f:  # a status a later kval adds (issue 17: inaccurate)
+        data = f["gemm/status"][()]
+        del f["gemm/status"], f["case_status"]
+        f["case_status"] = h5py.enum_dtype({**synth.STATUS, "inaccurate": 6}, basetype="i1")
+        data[1, 0, 0, 0, 0, 0] = 6
+        d = f["gemm"].create_dataset("status", data=data, dtype=f["case_status"])
+        for i, name in enumerate(["rank", "variant", "precision", "layout", "shape", "dist"]):
+            d.dims[i].attach_scale(f["gemm"][name])
+        d.attrs["coordinates"] = "M N K"
+    runs = load([path])
+    ds = runs.family("gemm")
+    assert list(ds["K"].values) == [256, 1024, 4096] and ds["K"].dims == ("shape",)
+    assert "inaccurate" in runs.statuses and (ds["status"] == "inaccurate").sum() == 1
+    from kval_analysis import fleet
+    res = fleet.analyse(runs)
+    assert res["failures"] == []  # a finding, not a failure
+
+
+def test_export_parquet_or_a_clear_error(make_file, tmp_path, capsys):
+    path = make_file("p.h5", nranks=2, families=("rmsnorm",))
+    out = str(tmp_path / "cases.parquet")
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        assert cli.main(["export", path, "-o", out]) == 2
+        assert "Parquet output needs pyarrow" in capsys.readouterr().err
+        return
+    assert cli.main(["export", path, "-o", out]) == 0
+    import pandas as pd
+    assert len(pd.read_parquet(out)) == 2 * 24
+
+
+def test_readme_xarray_example_runs_as_written(make_file, tmp_path, monkeypatch):
+    """analysis/README.md's xarray lines, read from the README, on a file named s.h5."""
+    import os
+    from conftest import ANALYSIS
+    text = open(os.path.join(ANALYSIS, "README.md")).read()
+    block = text.split("Or xarray directly on a file")[1].split("\n\n")[1]
+    code = "\n".join(line[4:] for line in block.splitlines())
+    assert "engine=\"h5netcdf\"" in code and "swap_dims" in code
+    make_file("s.h5", nranks=2, families=("gemm",))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "analysis/README.md", "exec"), {})

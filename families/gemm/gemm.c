@@ -138,6 +138,21 @@ static int gemm_unbiased(const kv_case *c) {
   return c->prec.accum == KV_FP32 && strcmp(kv_case_str(c, "dist"), "near_max") != 0;
 }
 
+static long long shape_dim(const char *shape, int which) {
+  long long d[3];
+  return kv_gemm_parse_shape(shape, &d[0], &d[1], &d[2]) == 0 ? d[which] : -1;
+}
+static long long shape_m(const char *shape) { return shape_dim(shape, 0); }
+static long long shape_n(const char *shape) { return shape_dim(shape, 1); }
+static long long shape_k(const char *shape) { return shape_dim(shape, 2); }
+
+/* M, N, K as numeric coordinates along the shape axis of the file. */
+static const kv_coord_desc gemm_coords[] = {
+    {"M", "shape", "rows M of op(A) and D", shape_m},
+    {"N", "shape", "columns N of op(B) and D", shape_n},
+    {"K", "shape", "reduction length K (columns of op(A), rows of op(B))", shape_k},
+    {NULL, NULL, NULL, NULL}};
+
 const kv_family kv_family_gemm = {
     .name = "gemm",
     .summary = "GEMM D = alpha op(A) op(B) + beta C on tensor cores (wgmma, mma.sync) and cuBLAS",
@@ -150,4 +165,5 @@ const kv_family kv_family_gemm = {
     .reference = kv_gemm_cpu_reference,
     .reference_dd = kv_gemm_cpu_reference_dd,
     .cuda = KV_CUDA_FAMILY(kv_cuda_gemm),
+    .coords = gemm_coords,
 };

@@ -2,7 +2,7 @@
  * are X-macros naming each dataset and the member of kv_result it holds, so the runner, the
  * MPI transfer, the HDF5 writer and --resume all see the same fields: adding a statistic is
  * one line here (and its member). Every field becomes a dataset [rank, axis...] of the
- * family's group. */
+ * family's group; units are UDUNITS-2 strings (CF), "1" for counts and ratios. */
 #ifndef KVAL_RESULT_H
 #define KVAL_RESULT_H
 
@@ -21,8 +21,8 @@
   X(max_rel, stats.max_rel, "1", "max |out - ref| / max(|ref|, rel_floor)")                                  \
   X(rel_l2, stats.rel_l2, "1", "||out - ref||_2 / ||ref||_2")                                                \
   X(mean_abs, stats.mean_abs, "1", "mean |out - ref|")                                                       \
-  X(max_ulp, stats.max_ulp, "ulp", "max error in ULPs of the storage type")                                  \
-  X(p99_ulp, stats.p99_ulp, "ulp", "99th percentile error in ULPs of the storage type")                      \
+  X(max_ulp, stats.max_ulp, "1", "max error in ULPs of the storage type")                                    \
+  X(p99_ulp, stats.p99_ulp, "1", "99th percentile error in ULPs of the storage type")                        \
   X(max_bound_ratio, stats.max_bound_ratio, "1", "max |out - ref| / tolerance bound (pass <= 1)")            \
   X(floor_ratio, stats.floor_ratio, "1", "max |out - ref| / max |round(ref) - ref| (ratio to output rounding)") \
   X(bias_ulp, stats.bias_ulp, "ulp", "mean signed error in ULPs of the storage type (rounding bias)")       \
@@ -39,14 +39,14 @@
   X(time_p10, timing.p10, "s", "10th percentile kernel time")                                                \
   X(time_p90, timing.p90, "s", "90th percentile kernel time")                                                \
   X(time_stddev, timing.stddev, "s", "standard deviation of kernel time")                                    \
-  X(tflops, tflops, "TFLOP/s", "useful FLOPs / median time")                                                 \
-  X(gbps, gbps, "GB/s", "minimal bytes / median time")                                                       \
-  X(intensity, intensity, "FLOP/byte", "arithmetic intensity")                                               \
+  X(tflops, tflops, "1e12 s-1", "useful FLOPs / median time, in TFLOP/s")                                    \
+  X(gbps, gbps, "1e9 byte s-1", "minimal bytes / median time, in GB/s")                                      \
+  X(intensity, intensity, "byte-1", "arithmetic intensity, in FLOP/byte")                                    \
   X(roofline_frac, roofline_frac, "1", "achieved / min(peak, intensity * bandwidth)")                        \
   X(sm_clock_min, tel.sm_clock_min, "MHz", "lowest SM clock seen around the measurement")                    \
   X(sm_clock_max, tel.sm_clock_max, "MHz", "highest SM clock seen around the measurement")                   \
   X(mem_clock, tel.mem_clock, "MHz", "memory clock")                                                         \
-  X(temperature, tel.temperature, "C", "GPU temperature after the measurement")                              \
+  X(temperature, tel.temperature, "degC", "GPU temperature after the measurement")                           \
   X(power, tel.power, "W", "GPU power draw after the measurement")
 
 /* X(name, member, unit, description) - int64 datasets, -1 where not run. */
@@ -61,8 +61,8 @@
   X(throttle_reasons, tel.throttle_reasons, "1", "NVML clocks-throttle-reason bitmask seen during the measurement") \
   X(clock_flag, tel.clock_flag, "1", "1 when the SM clock fell below 75% of its maximum during timing")       \
   X(registers, res.registers, "1", "registers per thread of the kernel variant (-1 on the cpu backend)")     \
-  X(smem_bytes, res.smem_bytes, "B", "static + dynamic shared memory per block of the kernel variant")       \
-  X(local_bytes, res.local_bytes, "B", "local memory per thread of the kernel variant (spills; must be 0)")   \
+  X(smem_bytes, res.smem_bytes, "byte", "static + dynamic shared memory per block of the kernel variant")    \
+  X(local_bytes, res.local_bytes, "byte", "local memory per thread of the kernel variant (spills; must be 0)") \
   X(occupancy, res.occupancy, "1", "theoretical resident blocks per SM of the kernel variant")
 
 /* One result row: the error statistics, timing, telemetry and kernel resources as their own

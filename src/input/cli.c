@@ -14,7 +14,7 @@
 
 typedef enum {
   OPT_OUTPUT, OPT_BACKEND, OPT_MODE, OPT_ONLY, OPT_SET, OPT_SEED, OPT_DRY_RUN, OPT_LIST, OPT_HELP,
-  OPT_VERSION, OPT_FORCE, OPT_RESUME, OPT_RETRY_ERRORS, OPT_INJECT, OPT_QUIET
+  OPT_VERSION, OPT_FORCE, OPT_RESUME, OPT_RETRY_ERRORS, OPT_INJECT, OPT_QUIET, OPT_VERBOSE, OPT_METRICS
 } opt_id;
 
 typedef struct {
@@ -40,6 +40,8 @@ static const option options[] = {
     {"inject", 0, OPT_INJECT, "K@R[:C]", "inject fault K (bitflip|nan|scale|slow|sticky|hang) on rank R, optionally only into case C "
                                          "(an index into the plan); repeatable, to test the checks"},
     {"quiet", 0, OPT_QUIET, NULL, "print only errors and the final summary"},
+    {"verbose", 0, OPT_VERBOSE, NULL, "print every fingerprint disagreement (rank and case), not one line per rank"},
+    {"metrics", 0, OPT_METRICS, "FILE", "after the run write node_exporter textfile metrics per GPU to FILE (atomically)"},
     {"help", 'h', OPT_HELP, NULL, "print this help and exit"},
     {"version", 0, OPT_VERSION, NULL, "print the version and exit"},
 };
@@ -86,6 +88,10 @@ static int apply(kv_options *o, const option *op, const char *shown, const char 
       if (!*v) return usage_error(err, errlen, "%s: empty file name (expected the path of an HDF5 file)", shown);
       if (op->id == OPT_OUTPUT) o->output = v;
       else o->resume = v;
+      return 0;
+    case OPT_METRICS:
+      if (!*v) return usage_error(err, errlen, "%s: empty file name (expected the path of a .prom file)", shown);
+      o->metrics = v;
       return 0;
     case OPT_BACKEND:
       if (!one_of(v, "cuda", "cpu", "auto"))
@@ -144,6 +150,7 @@ static int apply(kv_options *o, const option *op, const char *shown, const char 
     case OPT_FORCE: o->force = 1; break;
     case OPT_RETRY_ERRORS: o->retry_errors = 1; break;
     case OPT_QUIET: o->quiet = 1; break;
+    case OPT_VERBOSE: o->verbose = 1; break;
   }
   return 0;
 }

@@ -29,6 +29,8 @@ typedef struct {
   const char *injects[KV_MAX_INJECTS]; /* --inject KIND@RANK[:CASE] */
   int n_injects;
   int quiet;
+  int verbose;             /* one line per fingerprint disagreement (default: one per rank) */
+  const char *metrics;     /* --metrics FILE: node_exporter textfile metrics after the run */
 } kv_options;
 
 /* Parse argv; 0 on success, -1 with a message in err (usage error, exit 2). */

@@ -1,9 +1,12 @@
 /* output_layout.c - lays out a kval HDF5 file (docs: LAYOUT in README). Phase 1, the
- * structure: one group per family with every per-cell dataset [rank, axes...] created with
- * its fill value (collective in the parallel flavour, so the fill is written in parallel).
- * Phase 2, the description, by rank 0 on a serial handle (the dimension-scale API and
- * variable-length strings are serial-only): root attributes, /ranks, family attributes, the
- * scale datasets and their attachment, and the skipped cells of every rank. */
+ * structure: the named status enum type and one group per family with every per-cell dataset
+ * [rank, axes...] created with its fill value (collective in the parallel flavour, so the
+ * fill is written in parallel). Phase 2, the description, by rank 0 on a serial handle (the
+ * dimension-scale API and variable-length strings are serial-only): root attributes, /ranks,
+ * family attributes, the scale datasets and their attachment, the numeric coordinates a
+ * family derives from its axes, and the skipped cells of every rank. The description follows
+ * the CF conventions (Conventions, long_name, UDUNITS units, _FillValue, flag_values), so
+ * netCDF clients (ncdump, netCDF4-python, xarray) read the file as well as h5py does. */
 #include "output/internal.h"
 
 #include <math.h>
@@ -16,7 +19,7 @@
 #include "output/row.h"
 
 /* Per-cell datasets besides the X-macro fields: name, units, description. */
-static const char *const status_doc = "case status (enum: not_run, pass, fail_tolerance, fail_nonfinite, skipped, error)";
+static const char *const status_doc = "case status (enum: names and values in the file attribute status_names)";
 static const char *const fingerprint_doc = "64-bit fingerprint of the output bits (0: not run)";
 static const char *const checksum_doc = "XXH64 of the row's canonical bytes (status, fingerprint, message, float64 "
                                         "and int64 fields in result.h order, hist; little-endian); 0: no row";
@@ -25,11 +28,23 @@ static const char *const hist_doc = "count of elements per log10|out - ref| bin 
 static const char *const fp_distinct_doc = "distinct fingerprints among ranks with the same device model (0: not compared)";
 static const char *const fp_majority_doc = "majority fingerprint among ranks with the same device model (0: not compared)";
 static const char *const fp_agrees_doc = "1 agrees with the majority of its device model, 0 disagrees, 2 not comparable";
+static const char *const hist_bin_doc = "log10 |out - ref|, lower bin edge";
+
+/* The status enum as a named (committed) datatype of the root group: netCDF-C reads an enum
+ * variable only through a named type, and (in netCDF-C 4.9) only when it has read that type
+ * before the variable; objects are visited in name order, and "case_status" < "status". */
+#define KV_STATUS_TYPE_NAME "case_status"
 
 kv_status kv_layout_structure(kv_output *o, hid_t file) {
   const double nan = NAN;
   const int64_t fill_int = KV_FILL_INT;
   const signed char fill_status = KV_NOT_RUN, fill_agrees = KV_FILL_AGREES;
+  hid_t t_case = H5Tcopy(o->t_status);
+  if (CHECK_H5(t_case)) return KV_ERR;
+  if (CHECK_H5(H5Tcommit2(file, KV_STATUS_TYPE_NAME, t_case, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT))) {
+    kv_h5_close_id(&t_case);
+    return KV_ERR;
+  }
   for (int f = 0; f < o->plan->n_fam; f++) {
     kv_out_family *of = &o->fam[f];
     int nd = of->n_dims;
@@ -37,13 +52,16 @@ kv_status kv_layout_structure(kv_output *o, hid_t file) {
     memcpy(hdims, of->dims, sizeof hdims);
     hdims[nd] = KV_HIST_BINS;
     hid_t g = H5Gcreate2(file, of->fp->family->name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (CHECK_H5(g)) return KV_ERR;
+    if (CHECK_H5(g)) {
+      kv_h5_close_id(&t_case);
+      return KV_ERR;
+    }
     hid_t ds[8 + KV_N_DOUBLES + KV_N_INTS]; /* 8: status ... fp_agrees below */
     int n = 0;
     kv_status st = KV_OK;
 #define KV_MAKE(name, ft, rank, dims, mt, fill)                                                 \
   if (st == KV_OK) st = kv_h5_create_dataset(g, name, ft, rank, dims, mt, fill, &ds[n++]);
-    KV_MAKE("status", o->t_status, nd, of->dims, o->t_status, &fill_status)
+    KV_MAKE("status", t_case, nd, of->dims, o->t_status, &fill_status)
     KV_MAKE("fingerprint", H5T_STD_U64LE, nd, of->dims, H5T_NATIVE_UINT64, NULL)
     KV_MAKE("checksum", H5T_STD_U64LE, nd, of->dims, H5T_NATIVE_UINT64, NULL)
 #define KV_X(name, member, unit, doc) KV_MAKE(#name, H5T_IEEE_F64LE, nd, of->dims, H5T_NATIVE_DOUBLE, &nan)
@@ -60,8 +78,12 @@ kv_status kv_layout_structure(kv_output *o, hid_t file) {
 #undef KV_MAKE
     for (int i = 0; i < n; i++) kv_h5_close_id(&ds[i]);
     kv_h5_close_id(&g);
-    if (st != KV_OK) return KV_ERR;
+    if (st != KV_OK) {
+      kv_h5_close_id(&t_case);
+      return KV_ERR;
+    }
   }
+  kv_h5_close_id(&t_case);
   return KV_OK;
 }
 
@@ -105,9 +127,11 @@ void kv_layout_run_settings(const kv_run_settings *rs, char *buf, size_t n) {
 static kv_status root_attributes(kv_output *o, hid_t file, const kv_deck *d, const kv_run_meta *m) {
   unsigned maj = 0, min = 0, rel = 0;
   if (CHECK_H5(H5get_libversion(&maj, &min, &rel))) return KV_ERR;
-  char h5ver[64], names[256] = "", settings[1024];
+  char h5ver[64], names[256] = "", settings[1024], source[256], history[4200];
   kv_layout_run_settings(&o->plan->run, settings, sizeof settings);
   snprintf(h5ver, sizeof h5ver, "%u.%u.%u", maj, min, rel);
+  snprintf(source, sizeof source, "kval %s (git %s), %s backend", m->version, m->git_commit, m->backend);
+  snprintf(history, sizeof history, "%s: %s", m->creation_time, m->command_line);
   for (int s = 0; s < KV_NSTATUS; s++) {
     size_t len = strlen(names);
     snprintf(names + len, sizeof names - len, "%s%d=%s", s ? "," : "", s, kv_status_name((kv_case_status)s));
@@ -123,7 +147,9 @@ static kv_status root_attributes(kv_output *o, hid_t file, const kv_deck *d, con
       {"slurm_job_id", m->slurm_job_id},  {"slurm_nodes", m->slurm_nodes},
       {"backend", m->backend},            {"mode", kv_output_mode_name(o->plan->mode)},
       {"hdf5_flavour", kv_output_flavour()}, {"status_names", names},
-      {"run_settings", settings},
+      {"run_settings", settings},         {"Conventions", "CF-1.10"},
+      {"title", "kval GPU kernel validation: error and timing statistics per rank and case"},
+      {"source", source},                 {"history", history},
   };
   for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
     KV_TRY(kv_h5_attr_str(file, o->t_vstr, strs[i].name, strs[i].value));
@@ -134,22 +160,54 @@ static kv_status root_attributes(kv_output *o, hid_t file, const kv_deck *d, con
   return kv_h5_attr_i64(file, "complete", 0);
 }
 
-/* /ranks: one 1-D dataset over `rank` per kv_rank_info field. */
+/* /ranks: one 1-D dataset over `rank` per kv_rank_info field, with its UDUNITS units
+ * (numbers only) and CF long_name. */
 typedef enum { RF_STR, RF_INT, RF_DBL } rank_field_kind;
 static const struct {
   const char *name;
   rank_field_kind kind;
   size_t off;
+  const char *units, *long_name;
 } rank_fields[] = {
-#define KV_RF(field, kind) {#field, kind, offsetof(kv_rank_info, field)}
-    KV_RF(host, RF_STR),         KV_RF(local_rank, RF_INT),     KV_RF(local_size, RF_INT),
-    KV_RF(device_index, RF_INT), KV_RF(device_name, RF_STR),    KV_RF(uuid, RF_STR),
-    KV_RF(serial, RF_STR),       KV_RF(pci_bus_id, RF_STR),     KV_RF(sm_count, RF_INT),
-    KV_RF(cc_major, RF_INT),     KV_RF(cc_minor, RF_INT),       KV_RF(memory_bytes, RF_DBL),
-    KV_RF(driver_version, RF_INT), KV_RF(runtime_version, RF_INT), KV_RF(copy_gbps, RF_DBL),
-    KV_RF(matrix_tflops, RF_DBL), KV_RF(fp64_tflops, RF_DBL),   KV_RF(nvml, RF_STR),
+#define KV_RF(field, kind, units, doc) {#field, kind, offsetof(kv_rank_info, field), units, doc}
+    KV_RF(host, RF_STR, NULL, "host name of the rank's node"),
+    KV_RF(local_rank, RF_INT, "1", "rank within its node"),
+    KV_RF(local_size, RF_INT, "1", "ranks on its node"),
+    KV_RF(device_index, RF_INT, "1", "CUDA device index of the rank's GPU (-1: cpu backend)"),
+    KV_RF(device_name, RF_STR, NULL, "device model"),
+    KV_RF(uuid, RF_STR, NULL, "GPU UUID"),
+    KV_RF(serial, RF_STR, NULL, "board serial number"),
+    KV_RF(pci_bus_id, RF_STR, NULL, "PCI bus id"),
+    KV_RF(sm_count, RF_INT, "1", "streaming multiprocessors"),
+    KV_RF(cc_major, RF_INT, "1", "compute capability, major"),
+    KV_RF(cc_minor, RF_INT, "1", "compute capability, minor"),
+    KV_RF(memory_bytes, RF_DBL, "byte", "device memory"),
+    KV_RF(driver_version, RF_INT, "1", "CUDA driver version (1000 * major + 10 * minor)"),
+    KV_RF(runtime_version, RF_INT, "1", "CUDA runtime version (1000 * major + 10 * minor)"),
+    KV_RF(copy_gbps, RF_DBL, "1e9 byte s-1", "measured device-to-device copy bandwidth, in GB/s"),
+    KV_RF(matrix_tflops, RF_DBL, "1e12 s-1", "measured cuBLAS bf16 matrix rate, in TFLOP/s"),
+    KV_RF(fp64_tflops, RF_DBL, "1e12 s-1", "measured DGEMM rate, in TFLOP/s"),
+    KV_RF(nvml, RF_STR, NULL, "NVML state (ok, or why telemetry is missing)"),
 #undef KV_RF
 };
+
+/* CF long_name and, unless NULL, units of the open dataset ds. */
+static kv_status cf_names(kv_output *o, hid_t ds, const char *units, const char *long_name) {
+  if (units) KV_TRY(kv_h5_attr_str(ds, o->t_vstr, "units", units));
+  return kv_h5_attr_str(ds, o->t_vstr, "long_name", long_name);
+}
+
+/* The CF _FillValue attribute of ds: `value` (of memory type mt) stored in the dataset's own type. */
+static kv_status fill_attribute(hid_t ds, hid_t mt, const void *value) {
+  hid_t ft = H5Dget_type(ds), sp = H5Screate(H5S_SCALAR), a = H5I_INVALID_HID;
+  kv_status st = CHECK_H5(ft) || CHECK_H5(sp) ? KV_ERR : KV_OK;
+  if (st == KV_OK) st = CHECK_H5(a = H5Acreate2(ds, "_FillValue", ft, sp, H5P_DEFAULT, H5P_DEFAULT));
+  if (st == KV_OK) st = CHECK_H5(H5Awrite(a, mt, value));
+  kv_h5_close_id(&a);
+  kv_h5_close_id(&sp);
+  kv_h5_close_id(&ft);
+  return st;
+}
 
 static kv_status ranks_group(kv_output *o, hid_t file, const kv_rank_info *infos) {
   size_t n = (size_t)o->nranks;
@@ -157,6 +215,7 @@ static kv_status ranks_group(kv_output *o, hid_t file, const kv_rank_info *infos
   if (CHECK_H5(g)) return KV_ERR;
   void *buf = KV_MALLOC(n * (sizeof(double) > sizeof(char *) ? sizeof(double) : sizeof(char *)));
   kv_status st = buf ? rank_scale(o, g, &scale) : KV_ERR;
+  if (st == KV_OK) st = cf_names(o, scale, "1", "MPI rank");
   for (size_t k = 0; st == KV_OK && k < sizeof rank_fields / sizeof rank_fields[0]; k++) {
     hid_t ft, mt;
     for (size_t i = 0; i < n; i++) {
@@ -171,6 +230,7 @@ static kv_status ranks_group(kv_output *o, hid_t file, const kv_rank_info *infos
     hid_t ds;
     st = small_dataset(g, rank_fields[k].name, ft, mt, n, buf, 0, &ds);
     if (st == KV_OK) st = CHECK_H5(H5DSattach_scale(ds, scale, 0));
+    if (st == KV_OK) st = cf_names(o, ds, rank_fields[k].units, rank_fields[k].long_name);
     kv_h5_close_id(&ds);
   }
   free(buf);
@@ -199,16 +259,17 @@ static kv_status family_attributes(kv_output *o, const kv_family_plan *fp, hid_t
 /* Scales of a family: [0] rank, [1..n_axes] the axes, [n_axes + 1] hist_bin. */
 static kv_status family_scales(kv_output *o, const kv_family_plan *fp, hid_t g, hid_t *sc) {
   KV_TRY(rank_scale(o, g, &sc[0]));
+  KV_TRY(cf_names(o, sc[0], "1", "MPI rank"));
   for (int a = 0; a < fp->n_axes; a++) {
     const kv_axis_values *v = &fp->axis[a];
-    if (fp->family->axes[a].type == KV_AXIS_STR)
-      KV_TRY(small_dataset(g, fp->family->axes[a].name, o->t_vstr, o->t_vstr, (hsize_t)v->n, v->strs, 1, &sc[1 + a]));
-    else if (fp->family->axes[a].type == KV_AXIS_REAL)
-      KV_TRY(small_dataset(g, fp->family->axes[a].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, (hsize_t)v->n, v->reals, 1,
-                           &sc[1 + a]));
+    const kv_axis_desc *ad = &fp->family->axes[a];
+    if (ad->type == KV_AXIS_STR)
+      KV_TRY(small_dataset(g, ad->name, o->t_vstr, o->t_vstr, (hsize_t)v->n, v->strs, 1, &sc[1 + a]));
+    else if (ad->type == KV_AXIS_REAL)
+      KV_TRY(small_dataset(g, ad->name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, (hsize_t)v->n, v->reals, 1, &sc[1 + a]));
     else
-      KV_TRY(small_dataset(g, fp->family->axes[a].name, H5T_STD_I64LE, H5T_NATIVE_LLONG, (hsize_t)v->n, v->ints, 1,
-                           &sc[1 + a]));
+      KV_TRY(small_dataset(g, ad->name, H5T_STD_I64LE, H5T_NATIVE_LLONG, (hsize_t)v->n, v->ints, 1, &sc[1 + a]));
+    KV_TRY(cf_names(o, sc[1 + a], ad->type != KV_AXIS_STR ? "1" : NULL, ad->help));
   }
   double edges[KV_HIST_BINS];
   edges[0] = -INFINITY;
@@ -216,34 +277,72 @@ static kv_status family_scales(kv_output *o, const kv_family_plan *fp, hid_t g, 
   for (int b = 2; b < KV_HIST_BINS - 1; b++) edges[b] = KV_HIST_LOG10_MIN + (b - 2);
   edges[KV_HIST_BINS - 1] = NAN;
   KV_TRY(small_dataset(g, "hist_bin", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, KV_HIST_BINS, edges, 1, &sc[1 + fp->n_axes]));
-  return CHECK_H5(H5DSset_label(sc[1 + fp->n_axes], 0, "log10 |out - ref|, lower bin edge"));
+  KV_TRY(cf_names(o, sc[1 + fp->n_axes], "1", hist_bin_doc));
+  return CHECK_H5(H5DSset_label(sc[1 + fp->n_axes], 0, hist_bin_doc));
 }
 
-/* Open dataset `name`, give it units/description, attach scales sc[first..first+n). */
-static kv_status describe_dataset(kv_output *o, hid_t g, const char *name, const char *units, const char *doc,
-                                  const hid_t *sc, int first, int n) {
+/* The numeric coordinates the family derives from its axes (kv_coord_desc): 1-D int64
+ * datasets along their axis; *names receives their names for the CF coordinates attribute. */
+static kv_status derived_coords(kv_output *o, const kv_family_plan *fp, hid_t g, const hid_t *sc, char *names,
+                                size_t n_names) {
+  names[0] = '\0';
+  for (int k = 0; fp->family->coords && fp->family->coords[k].name; k++) {
+    const kv_coord_desc *cd = &fp->family->coords[k];
+    int a = kv_family_axis_index(fp->family, cd->axis);
+    if (a < 0 || fp->family->axes[a].type != KV_AXIS_STR) {
+      kv_report(__FILE__, __LINE__, "layout", "coordinate %s of %s: no string axis %s", cd->name, fp->family->name,
+                cd->axis);
+      return KV_ERR;
+    }
+    const kv_axis_values *v = &fp->axis[a];
+    long long *vals = KV_MALLOC(sizeof *vals * (size_t)(v->n ? v->n : 1));
+    if (!vals) return KV_ERR;
+    for (int i = 0; i < v->n; i++) vals[i] = cd->value(v->strs[i]);
+    hid_t ds = H5I_INVALID_HID;
+    const long long fill = -1;
+    kv_status st = small_dataset(g, cd->name, H5T_STD_I64LE, H5T_NATIVE_LLONG, (hsize_t)v->n, vals, 0, &ds);
+    free(vals);
+    if (st == KV_OK) st = CHECK_H5(H5DSattach_scale(ds, sc[1 + a], 0));
+    if (st == KV_OK) st = cf_names(o, ds, "1", cd->long_name);
+    if (st == KV_OK) st = fill_attribute(ds, H5T_NATIVE_LLONG, &fill);
+    kv_h5_close_id(&ds);
+    if (st != KV_OK) return KV_ERR;
+    size_t len = strlen(names);
+    snprintf(names + len, n_names - len, "%s%s", len ? " " : "", cd->name);
+  }
+  return KV_OK;
+}
+
+/* How one dataset is described: units (NULL: none, e.g. flags and strings), the text of
+ * description and long_name, the _FillValue (fill of memory type fill_type; NULL: none),
+ * the CF coordinates attribute (NULL or "": none), and the scales sc[first..first+n). */
+typedef struct {
+  const char *units, *doc;
+  hid_t fill_type;
+  const void *fill;
+  const char *coords;
+  int first, n;
+} dataset_desc;
+
+/* Open dataset `name`, give it the attributes of dd and attach its scales. */
+static kv_status describe_dataset(kv_output *o, hid_t g, const char *name, const dataset_desc *dd, const hid_t *sc) {
   hid_t ds = H5Dopen2(g, name, H5P_DEFAULT);
   if (CHECK_H5(ds)) return KV_ERR;
-  kv_status st = KV_OK;
-  if (units) st = kv_h5_attr_str(ds, o->t_vstr, "units", units);
-  if (st == KV_OK) st = kv_h5_attr_str(ds, o->t_vstr, "description", doc);
-  for (int i = 0; st == KV_OK && i < n; i++) st = CHECK_H5(H5DSattach_scale(ds, sc[first + i], (unsigned)i));
+  kv_status st = cf_names(o, ds, dd->units, dd->doc);
+  if (st == KV_OK) st = kv_h5_attr_str(ds, o->t_vstr, "description", dd->doc);
+  if (st == KV_OK && dd->fill) st = fill_attribute(ds, dd->fill_type, dd->fill);
+  if (st == KV_OK && dd->coords && dd->coords[0]) st = kv_h5_attr_str(ds, o->t_vstr, "coordinates", dd->coords);
+  for (int i = 0; st == KV_OK && i < dd->n; i++) st = CHECK_H5(H5DSattach_scale(ds, sc[dd->first + i], (unsigned)i));
   kv_h5_close_id(&ds);
   return st;
 }
 
-/* CF attributes of the status enum (flag_values, flag_meanings), so tools that do not map
- * HDF5 enums (xarray) still see the names. */
-static kv_status status_flags(kv_output *o, hid_t g) {
-  signed char values[KV_NSTATUS];
-  char meanings[256] = "";
-  for (int s = 0; s < KV_NSTATUS; s++) {
-    values[s] = (signed char)s;
-    size_t len = strlen(meanings);
-    snprintf(meanings + len, sizeof meanings - len, "%s%s", s ? " " : "", kv_status_name((kv_case_status)s));
-  }
-  hsize_t n = KV_NSTATUS;
-  hid_t ds = H5Dopen2(g, "status", H5P_DEFAULT), sp = H5I_INVALID_HID, a = H5I_INVALID_HID;
+/* CF flag attributes (flag_values int8, flag_meanings) of dataset `name`. */
+static kv_status flag_attributes(kv_output *o, hid_t g, const char *name, int n_flags, const char *meanings) {
+  signed char values[16];
+  for (int s = 0; s < n_flags; s++) values[s] = (signed char)s;
+  hsize_t n = (hsize_t)n_flags;
+  hid_t ds = H5Dopen2(g, name, H5P_DEFAULT), sp = H5I_INVALID_HID, a = H5I_INVALID_HID;
   kv_status st = CHECK_H5(ds);
   if (st == KV_OK) st = CHECK_H5(sp = H5Screate_simple(1, &n, NULL));
   if (st == KV_OK) st = CHECK_H5(a = H5Acreate2(ds, "flag_values", H5T_STD_I8LE, sp, H5P_DEFAULT, H5P_DEFAULT));
@@ -253,6 +352,18 @@ static kv_status status_flags(kv_output *o, hid_t g) {
   kv_h5_close_id(&sp);
   kv_h5_close_id(&ds);
   return st;
+}
+
+/* CF flags of the status enum and of fp_agrees, so tools that do not map HDF5 enums still
+ * see the names. */
+static kv_status status_flags(kv_output *o, hid_t g) {
+  char meanings[256] = "";
+  for (int s = 0; s < KV_NSTATUS; s++) {
+    size_t len = strlen(meanings);
+    snprintf(meanings + len, sizeof meanings - len, "%s%s", s ? " " : "", kv_status_name((kv_case_status)s));
+  }
+  KV_TRY(flag_attributes(o, g, "status", KV_NSTATUS, meanings));
+  return flag_attributes(o, g, "fp_agrees", 3, "disagrees agrees not_comparable");
 }
 
 /* Checksum of a skipped row: the reason, every other field its fill value. */
@@ -314,22 +425,34 @@ static kv_status describe_family(kv_output *o, const kv_out_family *of, hid_t fi
   for (int i = 0; i < na + 2; i++) sc[i] = H5I_INVALID_HID;
   hid_t g = H5Gopen2(file, fp->family->name, H5P_DEFAULT);
   if (CHECK_H5(g)) return KV_ERR;
+  char coords[256];
   kv_status st = family_attributes(o, fp, g);
   if (st == KV_OK) st = family_scales(o, fp, g, sc);
-#define KV_DESC(name, units, doc, first, n) \
-  if (st == KV_OK) st = describe_dataset(o, g, name, units, doc, sc, first, n);
-  KV_DESC("status", NULL, status_doc, 0, na + 1)
-  KV_DESC("fingerprint", NULL, fingerprint_doc, 0, na + 1)
-  KV_DESC("checksum", NULL, checksum_doc, 0, na + 1)
-#define KV_X(name, member, unit, doc) KV_DESC(#name, unit, doc, 0, na + 1)
+  if (st == KV_OK) st = derived_coords(o, fp, g, sc, coords, sizeof coords);
+  const double nan = NAN;
+  const long long fill_int = KV_FILL_INT;
+  const unsigned long long fill_u64 = 0;
+  const int fill_i32 = 0;
+  const signed char fill_status = KV_NOT_RUN, fill_agrees = KV_FILL_AGREES;
+#define KV_DESC(name, units, doc, ftype, fill, first, n)                          \
+  if (st == KV_OK) {                                                              \
+    const dataset_desc dd = {units, doc, ftype, fill, coords, first, n};          \
+    st = describe_dataset(o, g, name, &dd, sc);                                   \
+  }
+  KV_DESC("status", NULL, status_doc, o->t_status, &fill_status, 0, na + 1)
+  KV_DESC("fingerprint", NULL, fingerprint_doc, H5T_NATIVE_ULLONG, &fill_u64, 0, na + 1)
+  KV_DESC("checksum", NULL, checksum_doc, H5T_NATIVE_ULLONG, &fill_u64, 0, na + 1)
+#define KV_X(name, member, unit, doc) KV_DESC(#name, unit, doc, H5T_NATIVE_DOUBLE, &nan, 0, na + 1)
   KV_RESULT_DOUBLES(KV_X)
+#undef KV_X
+#define KV_X(name, member, unit, doc) KV_DESC(#name, unit, doc, H5T_NATIVE_LLONG, &fill_int, 0, na + 1)
   KV_RESULT_INTS(KV_X)
 #undef KV_X
-  KV_DESC("message", NULL, message_doc, 0, na + 1)
-  KV_DESC("hist", "1", hist_doc, 0, na + 2)
-  KV_DESC("fp_distinct", "1", fp_distinct_doc, 1, na)
-  KV_DESC("fp_majority", NULL, fp_majority_doc, 1, na)
-  KV_DESC("fp_agrees", NULL, fp_agrees_doc, 0, na + 1)
+  KV_DESC("message", NULL, message_doc, 0, NULL, 0, na + 1)
+  KV_DESC("hist", "1", hist_doc, 0, NULL, 0, na + 2)
+  KV_DESC("fp_distinct", "1", fp_distinct_doc, H5T_NATIVE_INT, &fill_i32, 1, na)
+  KV_DESC("fp_majority", NULL, fp_majority_doc, H5T_NATIVE_ULLONG, &fill_u64, 1, na)
+  KV_DESC("fp_agrees", NULL, fp_agrees_doc, H5T_NATIVE_SCHAR, &fill_agrees, 0, na + 1)
 #undef KV_DESC
   if (st == KV_OK) st = status_flags(o, g);
   if (st == KV_OK && fp->n_skipped > 0) st = mark_skipped(o, of, g);

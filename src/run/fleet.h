@@ -14,11 +14,15 @@
 /* Collective. status/fingerprint: this rank's value per plan case (p->n_cases entries;
  * status not_run where the rank did not run the case). infos: every rank's identity
  * (significant on rank 0). On rank 0, *out receives one kv_fp_case per plan case (free
- * with kv_fleet_free); disagreements are printed with rank, host and device UUID. Returns
- * the number of disagreeing (rank, case) pairs, the same on every rank, or -1 on error. */
+ * with kv_fleet_free); rank 0 prints one line per disagreeing rank (host, device UUID, its
+ * count of disagreeing cases, and whether they differ from a majority or there was none).
+ * Returns the number of disagreeing (rank, case) pairs, the same on every rank, or -1. */
 long kv_fleet_compare(const kv_plan *p, const signed char *status, const uint64_t *fingerprint,
                       const kv_rank_info *infos, MPI_Comm comm, kv_fp_case **out);
 
 void kv_fleet_free(kv_fp_case *cases, size_t n);
+
+/* --verbose: kv_fleet_compare also prints one line per disagreeing rank and case. */
+void kv_fleet_set_verbose(int verbose);
 
 #endif

@@ -2,9 +2,10 @@
 """check_layout.py - check that a kval HDF5 file follows the agreed layout (README, "HDF5 file
 layout"), with h5py and with xarray (engine h5netcdf, one group at a time): root attributes,
 /ranks (one row per rank), every family group with its axis, rank and hist_bin dimension
-scales, the per-cell datasets with their types, fill values and named dimensions, the status
-enum, the fingerprint comparison datasets, the contents of cells that were not run, and the
-row checksum of every cell that holds a result (tests/system/kvrows.py).
+scales, the per-cell datasets with their types, fill values, CF long_name and named
+dimensions, the status enum (the named type /case_status), the numeric coordinates named by
+the CF coordinates attribute, the fingerprint comparison datasets, the contents of cells that
+were not run, and the row checksum of every cell that holds a result (tests/system/kvrows.py).
 
 Usage: python3 tests/system/check_layout.py FILE [FILE...] --nranks N [--expect-run]
   --expect-run  the file comes from a finished run: complete == 1, every planned case has a
@@ -13,6 +14,7 @@ Usage: python3 tests/system/check_layout.py FILE [FILE...] --nranks N [--expect-
 Exit status 0 when every file conforms; 1 with one line per problem otherwise."""
 import argparse
 import os
+import posixpath
 import re
 import sys
 
@@ -42,7 +44,7 @@ HIST_BINS = 20
 MESSAGE_LEN = 96
 ROOT_STRINGS = ["kval_version", "git_commit", "command_line", "deck_text", "deck_path", "creation_time",
                 "mpi_version", "hdf5_version", "cuda_runtime", "cuda_driver", "slurm_job_id", "slurm_nodes",
-                "backend", "mode", "hdf5_flavour", "status_names"]
+                "backend", "mode", "hdf5_flavour", "status_names", "Conventions"]
 RANK_FIELDS = {"host": "s", "local_rank": "i", "local_size": "i", "device_index": "i", "device_name": "s",
                "uuid": "s", "serial": "s", "pci_bus_id": "s", "sm_count": "i", "cc_major": "i", "cc_minor": "i",
                "memory_bytes": "f", "driver_version": "i", "runtime_version": "i", "copy_gbps": "f",
@@ -101,6 +103,10 @@ class Checker:
         want = ",".join("%d=%s" % (i, s) for i, s in enumerate(STATUS))
         self.expect(a["status_names"] == want, "/", "status_names %r, expected %r" % (a["status_names"], want))
         self.expect(int(a["complete"]) in (0, 1), "/", "complete %s" % a["complete"])
+        self.expect(a["Conventions"].startswith("CF-"), "/", "Conventions %r" % a["Conventions"])
+        if self.expect(isinstance(f.get("case_status"), h5py.Datatype), "/case_status", "named status type missing"):
+            self.expect(h5py.check_enum_dtype(f["case_status"].dtype) == {s: i for i, s in enumerate(STATUS)},
+                        "/case_status", "enum %s" % h5py.check_enum_dtype(f["case_status"].dtype))
         if self.expect_run:
             self.expect(int(a["complete"]) == 1, "/", "complete is %s: the run did not finish" % a["complete"])
         return True
@@ -205,7 +211,15 @@ class Checker:
             if dname in doubles or dname in ints:
                 for a in ("units", "description"):
                     self.expect(a in d.attrs, dw, "attribute %s missing" % a)
-        extra = set(g) - set(spec) - SPECIAL - set(axes)
+            self.expect("long_name" in d.attrs, dw, "attribute long_name missing")
+        coords = str(g["status"].attrs.get("coordinates", "")).split() if "status" in g else []
+        for c in coords:
+            if self.expect(c in g, where, "coordinate %s (attribute coordinates) missing" % c):
+                d = g[c]
+                self.expect(d.ndim == 1 and d.dtype == np.int64 and len(d.dims[0].values()) == 1 and
+                            posixpath.basename(d.dims[0].values()[0].name) in axes, where + "/" + c,
+                            "not a 1-D int64 dataset along an axis")
+        extra = set(g) - set(spec) - SPECIAL - set(axes) - set(coords)
         self.expect(not extra, where, "unexpected objects %s" % sorted(extra))
         if len(self.problems) == start:
             self.status_enum(g["status"], where + "/status")
@@ -307,7 +321,7 @@ class Checker:
             if not self.root(f):
                 return
             self.ranks(f)
-            families = [k for k in f if k != "ranks"]
+            families = [k for k in f if k != "ranks" and not isinstance(f[k], h5py.Datatype)]
             self.expect(families, "/", "no family group")
             for name in families:
                 if self.expect(isinstance(f[name], h5py.Group), "/" + name, "not a group"):

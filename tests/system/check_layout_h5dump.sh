@@ -1,9 +1,10 @@
 #!/bin/sh
 # check_layout_h5dump.sh - the essentials of the kval HDF5 layout checked with h5dump alone (no
 # Python): root attributes, /ranks with one row per rank, every family group with its
-# attributes, the status enum (int8 with the six names), the fixed datasets (checksum among
-# them) and every result field of src/core/result.h, a DIMENSION_LIST on every per-cell
-# dataset and the dimension-scale CLASS on rank, hist_bin and each axis.
+# attributes, the status enum (the named type /case_status, int8 with the names of
+# src/core/dtype.c), the fixed datasets (checksum among them) and every result field of
+# src/core/result.h, a DIMENSION_LIST on every per-cell dataset and the dimension-scale CLASS
+# on rank, hist_bin and each axis.
 # Usage: tests/system/check_layout_h5dump.sh FILE NRANKS     (H5DUMP overrides the h5dump binary)
 # Exit 0 when the file conforms, 1 with one line per problem otherwise.
 
@@ -53,7 +54,7 @@ function pop() {
     if (opens > closes) push("T", "")
   } else if (t ~ /^DATASPACE/) {
     if (kind[sp] == "D") space[sp] = t
-  } else if (t == "}") {
+  } else if (t == "}" || t == "};") {
     pop()
   } else {
     if (kind[sp] == "T" && kind[sp - 1] == "D") typ[sp - 1] = typ[sp - 1] " " t
@@ -102,8 +103,10 @@ fields=$(sed -n 's/^ *X(\([a-z_0-9]*\),.*/\1/p' "$here/../../src/core/result.h")
 families=$(grep '^G|' "$tmp/objects" | cut -d'|' -f2 | grep -v '^/$' | grep -v '^/ranks$')
 [ -n "$families" ] || bad "no family group"
 # the enum's names in value order, from kv_status_name's table in src/core/dtype.c
-enum="H5T_ENUM { H5T_STD_I8LE;$(sed -n '/names\[KV_NSTATUS\] = {/,/};/p' "$here/../../src/core/dtype.c" |
-  grep -o '"[a-z_]*"' | awk '{ printf " %s %d;", $0, NR - 1 }')"
+enum="DATATYPE \"case_status\" H5T_ENUM { H5T_STD_I8LE;$(sed -n '/names\[KV_NSTATUS\] = {/,/};/p' "$here/../../src/core/dtype.c" |
+  grep -o '"[a-z_]*"' | awk '{ printf " %s %d;", $0, NR - 1 }') };"
+got=$(sed -n '/^   DATATYPE "case_status" H5T_ENUM {/,/^   };/p' "$tmp/header" | tr '\n' ' ' | tr -s ' ' | sed 's/^ //; s/ $//')
+[ "$got" = "$enum" ] || bad "/case_status: named status type is '$got', expected '$enum'"
 for g in $families; do
   has_attrs "$g" "$(grep "^G|$g|" "$tmp/objects" | cut -d'|' -f3)" axes n_cells n_valid n_skipped n_results
   axes=$(attr_of "$g/axes" | tr ',' ' ')
@@ -121,7 +124,7 @@ for g in $families; do
     esac
   done
   status=$(grep "^D|$g|status|" "$tmp/objects" | cut -d'|' -f4 | tr -s ' ')
-  [ "$status" = "DATATYPE $enum" ] || bad "$g/status: type is '$status', expected 'DATATYPE $enum'"
+  [ "$status" = 'DATATYPE "/case_status"' ] || bad "$g/status: type is '$status', expected 'DATATYPE \"/case_status\"'"
   message=$(grep "^D|$g|message|" "$tmp/objects" | cut -d'|' -f4)
   case $message in *"STRSIZE 96;"*) ;; *) bad "$g/message: not a 96-byte string ('$message')" ;; esac
 done

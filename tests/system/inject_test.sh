@@ -178,12 +178,22 @@ cases=$("$PYTHON" "$tmp/check.py" "$tmp/clean1.h5" count)
 echo "ok clean runs: $cases cases, exit 0, nothing flagged"
 
 # bitflip on every case of rank 1, then on one case of rank 0 (3 ranks: a majority exists).
-run bitflip_all 1 $three --inject bitflip@1 "$deck" -o "$tmp/flip.h5"
+run bitflip_all 1 $three --verbose --inject bitflip@1 "$deck" -o "$tmp/flip.h5"
 uuid1=$("$PYTHON" "$tmp/check.py" "$tmp/flip.h5" uuid 1)
 n=$(grep -c "FINGERPRINT MISMATCH .*: rank 1 (host [^,]*, .* $uuid1)" "$tmp/bitflip_all.log")
 [ "$n" -eq "$cases" ] || fail "bitflip@1: $n mismatch lines naming rank 1 and $uuid1, expected $cases"
 ! grep -q "FINGERPRINT MISMATCH .*: rank [02] " "$tmp/bitflip_all.log" || fail "bitflip@1: a clean rank was named"
 grep -q "$cases fingerprint disagreements" "$tmp/bitflip_all.log" || fail "bitflip@1: summary does not count $cases disagreements"
+grep -q "FINGERPRINT MISMATCH: rank 1 (host [^,]*, .* $uuid1): $cases of $cases compared cases disagree: $cases differ from the majority" \
+  "$tmp/bitflip_all.log" || fail "bitflip@1: no summary line for rank 1"
+[ "$(grep -c 'FINGERPRINT MISMATCH:' "$tmp/bitflip_all.log")" -eq 1 ] || fail "bitflip@1: summary lines for other ranks"
+# without --verbose: the summary line per rank, no line per case
+run bitflip_quiet 1 $three --only layernorm --inject bitflip@1 "$deck" -o "$tmp/flipq.h5"
+[ "$(grep -c 'FINGERPRINT MISMATCH' "$tmp/bitflip_quiet.log")" -eq 1 ] || fail "bitflip@1 without --verbose: not one line"
+# two ranks: a tie, worded the same for both ranks
+run bitflip_tie 1 $two --only layernorm --inject bitflip@1 "$deck" -o "$tmp/flipt.h5"
+[ "$(grep -c 'FINGERPRINT MISMATCH: rank [01] .* have no majority (a tie among 2 ranks' "$tmp/bitflip_tie.log")" -eq 2 ] ||
+  fail "bitflip@1 on 2 ranks: not one 'no majority' line for each rank"
 check "$tmp/flip.h5" bitflip 1 -1
 fleet bitflip_all 1 "$tmp/flip.h5"
 "$PYTHON" -c "
@@ -193,9 +203,9 @@ ranks = {x['rank'] for x in d['fingerprint']['disagreements']}
 sys.exit(0 if ranks == {1} else 1)" "$tmp/bitflip_all.json" || fail "bitflip@1: kval-analyze fleet does not name rank 1 alone"
 [ $rc -ne 0 ] || echo "ok bitflip@1: $n mismatches name rank 1 ($uuid1); fp_agrees and kval-analyze fleet agree"
 
-run bitflip_one 1 $three --inject bitflip@0:7 "$deck" -o "$tmp/flip1.h5"
+run bitflip_one 1 $three --verbose --inject bitflip@0:7 "$deck" -o "$tmp/flip1.h5"
 uuid0=$("$PYTHON" "$tmp/check.py" "$tmp/flip1.h5" uuid 0)
-n=$(grep -c "FINGERPRINT MISMATCH" "$tmp/bitflip_one.log")
+n=$(grep -c "FINGERPRINT MISMATCH " "$tmp/bitflip_one.log")
 [ "$n" -eq 1 ] && grep -q "FINGERPRINT MISMATCH .*: rank 0 (host [^,]*, .* $uuid0)" "$tmp/bitflip_one.log" ||
   fail "bitflip@0:7: expected one mismatch naming rank 0 ($uuid0), got $n"
 check "$tmp/flip1.h5" bitflip 0 7

@@ -153,10 +153,10 @@ if [ -s "$js" ]; then
     fail "the fingerprint verdict does not name n2 alone: $(verdict "$js" 'r["fingerprint"]["disagreements"][:2]')"
   [ "$(verdict "$js" '[(d["host"], d["state"]) for d in r["missing"]]')" = "[('n3', 'incomplete')]" ] ||
     fail "n3 is not reported missing: $(verdict "$js" 'r["missing"]')"
-  [ "$(verdict "$js" 'sorted(x["rank"] for x in r["checks"] if x["host"] == "n3" and x["check"] == "complete" and x["state"] == "fail")')" = \
+  [ "$(verdict "$js" 'sorted(x["rank"] for x in r["checks"] if x["host"] == "n3" and x["check"] == "completeness" and x["state"] == "incomplete")')" = \
     "$(verdict "$js" 'r["missing"][0]["ranks"] if len(r["missing"]) == 1 and len(r["missing"][0]["ranks"]) == 2 else None')" ] ||
-    fail "n3's two ranks do not fail the complete check"
-  [ "$(verdict "$js" 'r["flagged"]')" = True ] && grep -q "VERDICT: FLAGGED" "$tmp/fleet/fleet.txt" &&
+    fail "n3's two ranks are not incomplete"
+  [ "$(verdict "$js" 'r["flagged"]')" = True ] && grep -q "^VERDICT: FAIL" "$tmp/fleet/fleet.txt" &&
     grep -A4 "== Nodes with missing results" "$tmp/fleet/fleet.txt" | grep -q "^n3 .* incomplete" || fail "fleet.txt verdict"
 else
   fail "the analysis wrote no fleet.json"; cat "$tmp/fleet"/analyze-*.out
@@ -173,7 +173,7 @@ grep -q "^fleet.sh: node n3 is down.*: no job there" "$tmp/fleet2.log" && [ -z "
 [ -n "$aid" ] && slurm_wait_job "$aid" "$tmp/fleet2/analyze-$aid.out" slurm_ended "$aid" || fail "second analysis job"
 js="$tmp/fleet2/fleet.json"
 if [ -s "$js" ] && [ "$(verdict "$js" '[(d["host"], d["state"]) for d in r["missing"]]')" = "[('n3', 'missing')]" ] &&
-   [ "$(verdict "$js" 'len(r["fingerprint"]["disagreements"])')" = 0 ] && [ "$(verdict "$js" 'r["flagged"]')" = True ]; then
+   [ "$(verdict "$js" 'len(r["fingerprint"]["disagreements"])')" = 0 ] && [ "$(verdict "$js" 'r["verdict"]')" = INCOMPLETE ]; then
   echo "ok: fleet.sh with n3 down: 3 jobs + analysis; n3 reported missing"
 else
   fail "fleet.sh with n3 down: verdict"; cat "$tmp/fleet2"/analyze-*.out
