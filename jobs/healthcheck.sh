@@ -56,7 +56,7 @@ secs=$(($(date +%s) - start))
 gpus=$( { sed -n 's/^kval: \(fail_[a-z_]*\|error\) rank [0-9]* host [^ ]* (\([^)]*\)).*/\2/p' "$log"
           sed -n 's/^kval: FINGERPRINT MISMATCH: rank [0-9]* (host [^,]*, .* \([^ )]*\)):.*/\1/p' "$log"; } |
         sort | uniq -c | sort -rn | awk '{printf "%s%s", sep, $2; sep=","}')
-summary=$(sed -n 's/^kval: \([0-9]* passed, .*\)$/\1/p' "$log" | tail -n 1)
+summary=$(sed -n 's/^kval: .*[^0-9]\([0-9]* passed, .*\)$/\1/p' "$log" | tail -n 1)
 count() { printf '%s\n' "$summary" | sed -n "s/.*[^0-9]\([0-9][0-9]*\) $1.*/\1/p"; }
 found=""
 for what in "failed:failed cases" "errors:error cases" "fingerprint disagreements:fingerprint disagreements"; do

@@ -25,9 +25,9 @@
   X(p99_ulp, stats.p99_ulp, "1", "99th percentile error in ULPs of the storage type")                        \
   X(max_bound_ratio, stats.max_bound_ratio, "1", "max |out - ref| / tolerance bound (pass <= 1)")            \
   X(floor_ratio, stats.floor_ratio, "1", "max |out - ref| / max |round(ref) - ref| (ratio to output rounding)") \
-  X(bias_ulp, stats.bias_ulp, "ulp", "mean signed error in ULPs of the storage type (rounding bias)")       \
-  X(bias_mag_ulp, stats.bias_mag_ulp, "ulp", "mean of sign(ref) * error in ULPs (negative: toward zero)")    \
-  X(bias_se, stats.bias_se, "ulp", "standard error of the two bias means")                                   \
+  X(bias_ulp, stats.bias_ulp, "1", "mean signed error in ULPs of the storage type (rounding bias)")       \
+  X(bias_mag_ulp, stats.bias_mag_ulp, "1", "mean of sign(ref) * error in ULPs (negative: toward zero)")    \
+  X(bias_se, stats.bias_se, "1", "standard error of the two bias means")                                   \
   X(red_len, red_len, "1", "reduction length K of the tolerance's sqrt(K) term")                            \
   X(aux_max_abs, aux_max_abs, "1", "max abs error of the auxiliary output (fa2: row log-sum-exp)")           \
   X(aux_bound_ratio, aux_bound_ratio, "1", "max |aux - ref| / its bound (pass <= 1)")                        \

@@ -383,7 +383,9 @@ static int axis_values(const kv_deck_entry *en, const kv_axis_desc *a, kv_axis_v
       continue;
     }
     if (a->type == KV_AXIS_REAL) {
-      if (to_double(t->text, &av->reals[i]) != 0) return tok_err(err, errlen, en, t, expected, "not a number");
+      int bad = to_double(t->text, &av->reals[i]);
+      if (bad == 1) return tok_err(err, errlen, en, t, expected, "not a number");
+      if (bad) return tok_err(err, errlen, en, t, expected, number_problem[bad]);
       if (av->reals[i] < a->min || av->reals[i] > a->max)
         return tok_err(err, errlen, en, t, expected, "value out of range");
       continue;

@@ -18,7 +18,7 @@ import numpy as np
 import xarray as xr
 
 FLAGS = ("status", "fp_agrees")  # CF flag variables: no units
-NO_UNITS = {"fingerprint", "fp_majority", "message"}
+NO_UNITS = {"fingerprint", "checksum", "fp_majority", "message"}  # hashes and text
 
 
 def h5_values(path):

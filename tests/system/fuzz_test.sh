@@ -30,12 +30,12 @@ fi
 s="$top_srcdir/src" f="$top_srcdir/families" # the families: their library sources, no tests
 cc() { # OUT SOURCES...: the MPI wrapper with clang as its compiler
   out=$1; shift
-  OMPI_CC=$CLANG MPICH_CC=$CLANG "$MPICC" -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+  OMPI_CC=$CLANG MPICH_CC=$CLANG "$MPICC" -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -I"$s" -I"$top_srcdir" $HDF5_CFLAGS -o "$tmp/$out" "$@" $HDF5_LIBS -lm >"$tmp/$out.build" 2>&1 ||
     { echo "FAIL: cannot build $out"; cat "$tmp/$out.build"; exit 1; }
 }
-common="$s/core/check.c $s/core/dtype.c $s/run/inject.c $s/numerics/halfprec.c"
-cc fuzz_deck "$top_srcdir/tests/fuzz/fuzz_deck.c" $common "$s/input/deck.c" "$s/input/plan.c" "$s/input/plan_assign.c" \
+common="$s/core/check.c $s/core/escape.c $s/core/dtype.c $s/run/inject.c $s/numerics/halfprec.c"
+cc fuzz_deck "$top_srcdir/tests/fuzz/fuzz_deck.c" $common "$s/input/deck.c" "$s/input/plan.c" "$s/input/plan_assign.c" "$s/input/estimate.c" \
   $(find "$f" -name '*.c' ! -name 'test_*' ! -path '*/testkit/*' ! -path '*/bench/*' | sort) "$s/numerics/errstats.c" "$s/numerics/tolerance.c" "$s/numerics/fingerprint.c"
 cc fuzz_cli "$top_srcdir/tests/fuzz/fuzz_cli.c" $common "$s/input/cli.c"
 

@@ -86,12 +86,15 @@ scontrol update nodename="$node" state=resume
 [ $rc -ne 0 ] || echo "ok broken checks leave the node alone (exit 2); a run past -t drains it"
 
 # 5. README's operator's week, exactly as written.
-[ "$node" = "$(hostname -s)" ] || fail "the test cluster's node '$node' is not this host's name: the README block needs it"
+# The resumed node reads idle* (not responding) until its slurmd next reports; fleet.sh rightly
+# gives such a node no job, so the block starts once the node answers again.
+node_answers() { [ "$(sinfo -h -n "$node" -o '%t' | head -n 1)" = idle ]; }
+slurm_wait_for 600 "node $node to answer after its resume" node_answers || fail "node $node does not answer"
 mkdir -p "$tmp/week" && cd "$tmp/week" || exit 1
 ln -s "$top_srcdir/jobs" jobs && ln -s "$top_srcdir/inputs" inputs
 sed -n '/^<!-- operator-week: begin/,/^<!-- operator-week: end/p' "$top_srcdir/README.md" | sed '1,2d;$d' | sed '$d' >week.sh
 [ "$(wc -l <week.sh)" -ge 8 ] || fail "README: no operator-week block"
-P=test G=0 DECK=inputs/health.deck PROM="$tmp/prom" sh -e week.sh >week.log 2>&1 || { fail "README block: exit $?"; tail -n 30 week.log; }
+P=test G=0 DECK=inputs/health.deck NODE="$node" PROM="$tmp/prom" sh -e week.sh >week.log 2>&1 || { fail "README block: exit $?"; tail -n 30 week.log; }
 grep -q "^VERDICT: " week.log || fail "README block: no verdict printed"
 grep -q "fleet.sh: analysis -> job [0-9]* finished" week.log || fail "README block: fleet.sh -W did not wait"
 [ -s week48/fleet-junit.xml ] && [ -s week49/report/report.html ] || fail "README block: no campaign outputs"

@@ -188,7 +188,7 @@ damage() {
   "$PYTHON" -c "
 import h5py, numpy as np
 with h5py.File('$tmp/$n.h5', 'r+') as f:
-    g = [f[k] for k in f if k != 'ranks' and (f[k]['status'][...] == 1).any()][0]  # a family with a kept pass
+    g = [f[k] for k in f if isinstance(f[k], h5py.Group) and k != 'ranks' and (f[k]['status'][...] == 1).any()][0]  # a family with a kept pass
     s = g['status'][...]
     kept = np.argwhere(s == 1)[0]
     gs = f['gemm']  # cublas is skipped by the plan on the cpu backend
@@ -202,9 +202,11 @@ with h5py.File('$tmp/$n.h5', 'r+') as f:
   cmp -s "$tmp/$n.h5" "$tmp/$n.damaged" || fail "$n: the refused file was modified"
   [ $rc -ne 0 ] || echo "ok $n: exit 2, '$phrase'"
 }
-for v in 7 200 9; do # the byte itself: 200 is int8 -56
+for v in 10 127 200; do # the byte itself (statuses are 0..9): 200 is int8 -56
   damage "status_$v" "): not a status of this kval" "s[tuple(kept)] = np.uint8($v).view(np.int8); g['status'].id.write(h5py.h5s.ALL, h5py.h5s.ALL, s)"
 done
+# a valid status that is not the one recorded: the row's checksum no longer matches
+damage status_pass_made_bias "do not match its checksum" "s[tuple(kept)] = 8; g['status'].id.write(h5py.h5s.ALL, h5py.h5s.ALL, s)"
 damage skipped_made_pass "the plan skips this cell" "ss[tuple(skip)] = 1; gs['status'][...] = ss"
 damage fingerprint_changed "do not match its checksum" "d = g['fingerprint'][...]; d[tuple(kept)] ^= 1; g['fingerprint'][...] = d"
 damage statistic_changed "do not match its checksum" "d = g['max_ulp'][...]; d[tuple(kept)] += 1; g['max_ulp'][...] = d"
