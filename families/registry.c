@@ -75,7 +75,7 @@ const char *kv_case_str(const kv_case *c, const char *axis) { return c->sval[axi
 
 void kv_case_describe(const kv_case *c, char *buf, size_t n) {
   const kv_family *f = c->fp->family;
-  size_t used = (size_t)snprintf(buf, n, "%s[cell %zu]", f->name, c->cell);
+  size_t used = (size_t)snprintf(buf, n, "%s[cell %zu]", c->fp->name[0] ? c->fp->name : f->name, c->cell);
   for (int a = 0; f->axes[a].name && used < n; a++) {
     if (f->axes[a].type == KV_AXIS_STR)
       used += (size_t)snprintf(buf + used, n - used, " %s=%s", f->axes[a].name, c->sval[a]);

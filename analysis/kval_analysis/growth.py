@@ -17,7 +17,7 @@ import pandas as pd
 
 from . import plots, stats
 from .cases import split_precision, unit_roundoff
-from .io import output_mask
+from .io import family_kind, output_mask
 
 THEORY = {"no growth: the output-rounding floor": 0.0, "random-sign, round to nearest (sqrt(K) u)": 0.5,
           "same sign or truncation (K u)": 1.0}
@@ -74,7 +74,7 @@ def fit_table(typical, frames):
             continue
         w = w[output_mask(w["status"])]
         keys = [k for k in ("precision", "dist", "variant") if k in axes]
-        drivers = K_AXES.get(name) or [a for a in axes if _fixes_k(w, a)]
+        drivers = K_AXES.get(family_kind(name)) or [a for a in axes if _fixes_k(w, a)]
         others = [a for a in axes if a not in keys and a not in drivers]
         for key, part in w.groupby(keys, sort=False):
             key = key if isinstance(key, tuple) else (key,)
@@ -142,7 +142,7 @@ def _facets(frame, x):
 def growth_plots(doc, name, frame, outdir):
     """One faceted chart per growth axis of the family."""
     ran = frame[output_mask(frame["status"])]
-    for x, stem, xlabel, kname in GROWTH.get(name, []):
+    for x, stem, xlabel, kname in GROWTH.get(family_kind(name), []):
         if x not in ran or ran[x].nunique() < 2:
             doc.note(f"{name}: fewer than two values of {x}: no growth plot against it.")
             continue

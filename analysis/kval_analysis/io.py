@@ -251,7 +251,7 @@ def _read_family(f, name, path, attrs, rank_coords):
               if k not in REQUIRED_FAMILY_ATTRS and np.asarray(v).dtype.kind == "f"}
     all_coords["params_key"] = ("rank", np.array([repr(sorted(params.items()))] * nrank, dtype=object))
     ds = xr.Dataset(data_vars, coords=all_coords,
-                    attrs={"family": name, "axes": ",".join(axes), "params": params,
+                    attrs={"family": family_kind(name), "section": name, "axes": ",".join(axes), "params": params,
                            "n_cells": int(_decode(g.attrs["n_cells"])),
                            "n_valid": int(_decode(g.attrs["n_valid"])),
                            "n_skipped": int(_decode(g.attrs["n_skipped"]))})
@@ -350,7 +350,7 @@ def _read_file(f, path, offset):
     for name, obj in f.items():
         if not isinstance(obj, h5py.Group) or name == "ranks":  # also skips the named type /case_status
             continue
-        if "axes" in obj.attrs or name in KNOWN_FAMILIES:
+        if "axes" in obj.attrs or family_kind(name) in KNOWN_FAMILIES:
             families[name] = _read_family(f, name, path, attrs, rank_coords)
     return RunFile(path, attrs, nranks, offset, missing_attrs), table, families
 
@@ -409,8 +409,14 @@ def load(paths):
                     statuses)
 
 
+def family_kind(name):
+    """The family of a group: /fa2, or a named deck section's group /fa2.NAME."""
+    return name.split(".", 1)[0]
+
+
 def _family_order(name):
-    return (KNOWN_FAMILIES.index(name) if name in KNOWN_FAMILIES else len(KNOWN_FAMILIES), name)
+    kind = family_kind(name)
+    return (KNOWN_FAMILIES.index(kind) if kind in KNOWN_FAMILIES else len(KNOWN_FAMILIES), name)
 
 
 def family_axes(ds):

@@ -15,7 +15,7 @@ from . import fleet, plots
 from .cases import ERROR_STATS, family_frame, status_matrix, throughput_table, worst_per_case
 from .document import Document
 from .fleet_output import gpu_label
-from .io import case_labels, failure_mask, family_axes, output_mask
+from .io import case_labels, failure_mask, family_axes, family_kind, output_mask
 
 RUN_ATTRS = ("kval_version", "git_commit", "command_line", "creation_time", "complete", "backend", "mode", "seed",
              "nranks", "layout_version", "mpi_version", "hdf5_version", "hdf5_flavour", "cuda_runtime",
@@ -228,7 +228,7 @@ def _throughput_section(doc, frames, outdir):
 
 
 def _plot_family(doc, name, frame, axes, outdir):
-    specs = PLOT_SPECS.get(name)
+    specs = PLOT_SPECS.get(family_kind(name))
     if specs is None:
         ints = [a for a in axes if pd.api.types.is_numeric_dtype(frame[a]) and frame[a].nunique() > 1]
         if not ints:
@@ -239,7 +239,8 @@ def _plot_family(doc, name, frame, axes, outdir):
     ran = frame[output_mask(frame["status"])]
     for stem, x, metrics, series, agg, xlabel, covers in specs:
         series = [s for s in series if s in ran and ran[s].nunique() > 0]
-        png = f"{stem}.png"
+        kind = family_kind(name)
+        png = f"{name}{stem[len(kind):]}.png" if stem.startswith(kind) else f"{name}_{stem}.png"  # one per group
         title = f"{name}: {' and '.join(metrics)} vs {x}"
         ok = plots.line_plot(ran, x, metrics, series, os.path.join(outdir, png), name, xlabel,
                              [YLABEL.get(m, m) for m in metrics], agg=agg)

@@ -69,7 +69,7 @@
  * structs, and the quantities the runner derives. */
 typedef struct {
   int32_t rank;
-  int32_t family;  /* index in kv_families */
+  int32_t family;  /* the plan's family section: index in kv_plan.fam (kv_family_plan.slot) */
   uint64_t cell;   /* flat index into the family's grid */
   int32_t status;  /* kv_case_status */
   uint64_t fingerprint;

@@ -333,7 +333,14 @@ static int parse_header(const cursor *c, kv_deck *d, const char *s, const char *
   size_t n = (size_t)(ne - ns);
   if (n == 0) return fail(c, s, s, (size_t)(close + 1 - s), "a section name such as [fa2] or [run]", "empty section name");
   const char *bad = name_end(ns, ne);
-  if (bad != ne) return fail(c, bad, ns, n, NAME_EXPECTED, "invalid character in section name");
+  if (bad < ne && *bad == '.' && bad > ns) { /* [FAMILY.NAME]: a named section of a family */
+    const char *sub = bad + 1;
+    bad = name_end(sub, ne);
+    if (bad == sub && bad == ne)
+      return fail(c, bad, ns, n, "[FAMILY.NAME] with a name after the '.'", "empty name after '.' in the section name");
+  }
+  if (bad != ne)
+    return fail(c, bad, ns, n, NAME_EXPECTED " (and one '.' in [FAMILY.NAME])", "invalid character in section name");
   const char *rest = skip_space(close + 1, e);
   if (rest != e)
     return fail(c, rest, rest, (size_t)(e - rest), "nothing but a comment after ']'",
@@ -499,7 +506,7 @@ int kv_deck_parse_file(const char *path, kv_deck *d, char *err, size_t errlen) {
 int kv_deck_apply_set(kv_deck *d, const char *a, char *err, size_t errlen) {
   cursor c = {set_file, 1, a, err, errlen};
   const char *e = a + strlen(a);
-  const char *expected = "SECTION.KEY=VALUES, e.g. --set 'fa2.seqlen=1024 2048'";
+  const char *expected = "SECTION.KEY=VALUES, e.g. --set 'fa2.seqlen=1024 2048' or --set fa2.tails.causal=1";
   if (e - a > DECK_MAX_LINE)
     return fail(&c, a + DECK_MAX_LINE, a, 40, "at most 4096 bytes", "--set argument longer than %d bytes",
                 DECK_MAX_LINE);
@@ -508,6 +515,11 @@ int kv_deck_apply_set(kv_deck *d, const char *a, char *err, size_t errlen) {
   if (se == s || se == e || *se != '.')
     return fail(&c, se, a, (size_t)(e - a), expected, "--set needs SECTION.KEY before '='");
   const char *k = se + 1, *ke = name_end(k, e);
+  if (ke > k && ke < e && *ke == '.') { /* FAMILY.NAME.KEY: the key of a named section */
+    se = ke;
+    k = se + 1;
+    ke = name_end(k, e);
+  }
   if (ke == k) return fail(&c, k, a, (size_t)(e - a), expected, "--set needs a key after '.'");
   const char *eq = skip_space(ke, e);
   if (eq == e || *eq != '=') return fail(&c, eq, a, (size_t)(e - a), expected, "--set needs '=' after SECTION.KEY");

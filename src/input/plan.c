@@ -113,17 +113,32 @@ static int n_params_of(const kv_family *f) {
   return n;
 }
 
+/* The family of a deck section: [FAMILY] or a named section [FAMILY.NAME]; NULL for any
+ * other name. *idx (when not NULL) receives its index in kv_families. */
+static const kv_family *section_family(const char *section, int *idx) {
+  char base[KV_SECTION_NAME_LEN];
+  const char *dot = strchr(section, '.');
+  size_t n = dot ? (size_t)(dot - section) : strlen(section);
+  if (n >= sizeof base) return NULL;
+  memcpy(base, section, n);
+  base[n] = '\0';
+  return kv_family_find(base, idx);
+}
+
 /* Every section is a family or [run], and every key is one of its section's keys. */
 static int check_names(const kv_deck *d, char *err, size_t errlen) {
   char list[LIST_LEN];
   for (int i = 0; i < d->n_sections; i++) {
     const kv_deck_section *s = &d->sections[i];
-    if (strcmp(s->name, "run") != 0 && !kv_family_find(s->name, NULL)) {
+    if (strcmp(s->name, "run") != 0 && !section_family(s->name, NULL)) {
       family_names(list, sizeof list, 1, 1);
-      char expected[LIST_LEN + 16];
-      snprintf(expected, sizeof expected, "one of %s", list);
+      char expected[LIST_LEN + 48];
+      snprintf(expected, sizeof expected, "one of %s, or [FAMILY.NAME]", list);
       return plan_err(err, errlen, s->file, s->line, s->col, s->name, expected, "unknown section [%s]", s->name);
     }
+    if (strlen(s->name) >= KV_SECTION_NAME_LEN)
+      return plan_err(err, errlen, s->file, s->line, s->col, s->name, "a section name of at most 15 characters",
+                      "section name [%s] too long", s->name);
   }
   for (int i = 0; i < d->n_entries; i++) {
     const kv_deck_entry *en = &d->entries[i];
@@ -135,7 +150,7 @@ static int check_names(const kv_deck *d, char *err, size_t errlen) {
         list_append(list, sizeof list, run_keys[k].name);
       }
     } else {
-      const kv_family *f = kv_family_find(en->section, NULL);
+      const kv_family *f = section_family(en->section, NULL);
       for (int k = 0; f->axes[k].name; k++) {
         known |= strcmp(en->key, f->axes[k].name) == 0;
         list_append(list, sizeof list, f->axes[k].name);
@@ -249,48 +264,91 @@ static int run_settings(const kv_deck *d, int have_seed, uint64_t seed, kv_run_s
   return 0;
 }
 
-/* Mark the families the plan runs: those of --only, else every family section of the deck. */
-static int select_families(const kv_deck *d, const char *only, int *selected, char *err, size_t errlen) {
+/* The family sections the plan runs, in registry order and, within a family, deck order:
+ * every family section of the deck, or those --only names (FAMILY: all of its sections, or
+ * the family with its defaults when the deck has none; FAMILY.NAME: that section). */
+typedef struct {
+  int n, family[KV_MAX_FAMILIES];
+  const char *section[KV_MAX_FAMILIES];
+} selection;
+
+static int select_add(selection *sel, int family, const char *section, char *err, size_t errlen) {
+  for (int i = 0; i < sel->n; i++)
+    if (strcmp(sel->section[i], section) == 0) {
+      snprintf(err, errlen, "kval: --only: '%s' selected twice (each family or section once)", section);
+      return -1;
+    }
+  if (sel->n == KV_MAX_FAMILIES) {
+    snprintf(err, errlen, "kval: error: more than %d family sections selected (expected at most %d)", sel->n,
+             KV_MAX_FAMILIES);
+    return -1;
+  }
+  sel->family[sel->n] = family;
+  sel->section[sel->n++] = section;
+  return 0;
+}
+
+/* Whether --only's comma-separated list names `name` exactly. */
+static int only_names(const char *only, const char *name) {
+  size_t n = strlen(name);
+  for (const char *s = only; s;) {
+    const char *comma = strchr(s, ',');
+    size_t len = comma ? (size_t)(comma - s) : strlen(s);
+    if (len == n && memcmp(s, name, n) == 0) return 1;
+    s = comma ? comma + 1 : NULL;
+  }
+  return 0;
+}
+
+static int select_families(const kv_deck *d, const char *only, selection *sel, char *err, size_t errlen) {
   char list[LIST_LEN];
-  int n = 0;
-  if (only) {
+  memset(sel, 0, sizeof *sel);
+  if (only) { /* every item names a family or one of the deck's family sections */
     family_names(list, sizeof list, 0, 0);
-    char expected[LIST_LEN + 64];
-    snprintf(expected, sizeof expected, "a comma-separated list of: %s", list);
-    const char *s = only;
-    for (;;) {
+    char expected[LIST_LEN + 96];
+    snprintf(expected, sizeof expected, "a comma-separated list of: %s, or FAMILY.NAME of a [FAMILY.NAME] section",
+             list);
+    for (const char *s = only; s;) {
       const char *comma = strchr(s, ',');
       size_t len = comma ? (size_t)(comma - s) : strlen(s);
       char name[64];
       snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), s);
-      int idx = -1;
-      if (len == 0 || len > 63 || !kv_family_find(name, &idx)) {
+      int known = len > 0 && len < 63 && (kv_family_find(name, NULL) ||
+                                          (strchr(name, '.') && kv_deck_find_section(d, name) &&
+                                           section_family(name, NULL)));
+      if (!known) {
         snprintf(err, errlen, "kval: --only: unknown family '%s' (expected %s)", name, expected);
         return -1;
       }
-      if (selected[idx]) {
-        snprintf(err, errlen, "kval: --only: family '%s' listed twice (expected %s, each once)", name, expected);
-        return -1;
+      for (const char *t = only; t != s;) { /* an item listed twice */
+        const char *c2 = strchr(t, ',');
+        if ((size_t)(c2 - t) == len && memcmp(t, s, len) == 0) {
+          snprintf(err, errlen, "kval: --only: family '%s' listed twice (expected %s, each once)", name, expected);
+          return -1;
+        }
+        t = c2 + 1;
       }
-      selected[idx] = 1;
-      n++;
-      if (!comma) break;
-      s = comma + 1;
-    }
-  } else {
-    for (int i = 0; i < d->n_sections; i++) {
-      int idx = -1;
-      if (kv_family_find(d->sections[i].name, &idx)) selected[idx] = 1, n++;
-    }
-    if (n == 0) {
-      family_names(list, sizeof list, 1, 0);
-      snprintf(err, errlen, "%s: error: the deck has no family section (expected at least one of %s, or --only FAMILY)",
-               d->path, list);
-      return -1;
+      s = comma ? comma + 1 : NULL;
     }
   }
-  if (n > KV_MAX_FAMILIES) {
-    snprintf(err, errlen, "kval: error: %d families selected (expected at most %d)", n, KV_MAX_FAMILIES);
+  for (int i = 0; kv_families[i]; i++) {
+    int any = 0;
+    for (int k = 0; k < d->n_sections; k++) {
+      int idx = -1;
+      const char *name = d->sections[k].name;
+      if (!section_family(name, &idx) || idx != i) continue;
+      any = 1;
+      if (only && !only_names(only, kv_families[i]->name) && !only_names(only, name)) continue;
+      if (select_add(sel, i, name, err, errlen) != 0) return -1;
+    }
+    if (only && !any && only_names(only, kv_families[i]->name) &&
+        select_add(sel, i, kv_families[i]->name, err, errlen) != 0)
+      return -1;
+  }
+  if (sel->n == 0) {
+    family_names(list, sizeof list, 1, 0);
+    snprintf(err, errlen, "%s: error: the deck has no family section (expected at least one of %s, or --only FAMILY)",
+             d->path, list);
     return -1;
   }
   return 0;
@@ -298,26 +356,25 @@ static int select_families(const kv_deck *d, const char *only, int *selected, ch
 
 /* The values of an axis: its deck entry, else the descriptor's default text read by the deck
  * tokenizer into `tmp` (file "<default>"). *en is NULL when a required key is missing. */
-static int axis_entry(const kv_deck *d, const kv_family *f, const kv_axis_desc *a, kv_deck *tmp,
+static int axis_entry(const kv_deck *d, const char *sec, const kv_axis_desc *a, kv_deck *tmp,
                       const kv_deck_entry **en, char *err, size_t errlen) {
-  *en = kv_deck_find(d, f->name, a->name);
+  *en = kv_deck_find(d, sec, a->name);
   if (*en) return 0;
   if (!a->defaults) {
-    const kv_deck_section *s = kv_deck_find_section(d, f->name);
+    const kv_deck_section *s = kv_deck_find_section(d, sec);
     char expected[160];
-    snprintf(expected, sizeof expected, "'%s = VALUES' in [%s] or --set %s.%s=VALUES", a->name, f->name, f->name,
-             a->name);
+    snprintf(expected, sizeof expected, "'%s = VALUES' in [%s] or --set %s.%s=VALUES", a->name, sec, sec, a->name);
     return plan_err(err, errlen, s ? s->file : d->path, s ? s->line : 0, s ? s->col : 0, "", expected,
-                    "[%s] needs the key '%s'", f->name, a->name);
+                    "[%s] needs the key '%s'", sec, a->name);
   }
-  size_t len = strlen(f->name) + strlen(a->name) + strlen(a->defaults) + 16;
+  size_t len = strlen(sec) + strlen(a->name) + strlen(a->defaults) + 16;
   char *text = KV_MALLOC(len);
   if (!text) return plan_err(err, errlen, "kval", 0, 0, "", "enough memory", "out of memory");
-  snprintf(text, len, "[%s]\n%s = %s\n", f->name, a->name, a->defaults);
+  snprintf(text, len, "[%s]\n%s = %s\n", sec, a->name, a->defaults);
   int rc = kv_deck_parse_string("<default>", text, tmp, err, errlen);
   free(text);
   if (rc != 0) return -1;
-  *en = kv_deck_find(tmp, f->name, a->name);
+  *en = kv_deck_find(tmp, sec, a->name);
   return 0;
 }
 
@@ -406,9 +463,10 @@ static int axis_values(const kv_deck_entry *en, const kv_axis_desc *a, kv_axis_v
   return 0;
 }
 
-static int family_plan(const kv_deck *d, const kv_family *f, int index, kv_family_plan *fp, char *err,
-                       size_t errlen) {
+static int family_plan(const kv_deck *d, const kv_family *f, int index, const char *sec, kv_family_plan *fp,
+                       char *err, size_t errlen) {
   fp->family = f;
+  snprintf(fp->name, sizeof fp->name, "%s", sec);
   fp->family_index = index;
   fp->n_axes = n_axes_of(f);
   if (fp->n_axes > KV_MAX_AXES || n_params_of(f) > KV_MAX_PARAMS || kv_family_axis_index(f, "precision") < 0) {
@@ -421,23 +479,23 @@ static int family_plan(const kv_deck *d, const kv_family *f, int index, kv_famil
     const kv_axis_desc *a = &f->axes[i];
     kv_deck tmp = {0};
     const kv_deck_entry *en;
-    int rc = axis_entry(d, f, a, &tmp, &en, err, errlen);
+    int rc = axis_entry(d, sec, a, &tmp, &en, err, errlen);
     if (rc == 0) rc = axis_values(en, a, &fp->axis[i], err, errlen);
     kv_deck_free(&tmp);
     if (rc != 0) return -1;
     fp->n_cells *= (size_t)fp->axis[i].n;
     if (fp->n_cells > PLAN_MAX_CELLS) {
-      const kv_deck_section *s = kv_deck_find_section(d, f->name);
+      const kv_deck_section *s = kv_deck_find_section(d, sec);
       char got[32], want[64];
       snprintf(got, sizeof got, "%zu cells so far", fp->n_cells);
       snprintf(want, sizeof want, "at most %llu cells per family (fewer values per axis)", PLAN_MAX_CELLS);
       return plan_err(err, errlen, s ? s->file : d->path, s ? s->line : 0, s ? s->col : 0, got, want,
-                      "the grid of [%s] is too large", f->name);
+                      "the grid of [%s] is too large", sec);
     }
   }
   for (int k = 0; f->params && f->params[k].name; k++) {
     const kv_param_desc *pd = &f->params[k];
-    const kv_deck_entry *en = kv_deck_find(d, f->name, pd->name);
+    const kv_deck_entry *en = kv_deck_find(d, sec, pd->name);
     fp->param[k] = pd->defaults;
     if (!en) continue;
     char expected[128];
@@ -474,7 +532,7 @@ static void fill_case(const kv_family_plan *fp, size_t cell, kv_case *c) {
     else c->sval[i] = fp->axis[i].strs[c->idx[i]];
   }
   kv_precision_parse(c->sval[kv_family_axis_index(fp->family, "precision")], &c->prec);
-  c->key = case_key(fp->family->name, cell);
+  c->key = case_key(fp->name, cell);
 }
 
 static double estimate_seconds(const kv_case *c) {
@@ -520,20 +578,16 @@ int kv_plan_build(const kv_deck *d, const char *only, const char *backend, kv_mo
                   uint64_t seed, kv_plan *p, char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
   p->mode = mode;
-  int selected[64] = {0}, n_registered = 0;
-  while (kv_families[n_registered]) n_registered++;
-  if (n_registered > 64) {
-    snprintf(err, errlen, "kval: error: more than 64 families registered");
-    return -1;
-  }
+  selection sel;
   if (check_names(d, err, errlen) != 0 || run_settings(d, have_seed, seed, &p->run, err, errlen) != 0 ||
-      select_families(d, only, selected, err, errlen) != 0)
+      select_families(d, only, &sel, err, errlen) != 0)
     return -1;
-  for (int i = 0; kv_families[i]; i++) {
-    if (!selected[i]) continue;
+  for (int k = 0; k < sel.n; k++) {
+    const int i = sel.family[k];
     p->fam[p->n_fam].run = &p->run;
+    p->fam[p->n_fam].slot = p->n_fam;
     p->fam[p->n_fam].on_gpu = strcmp(backend, "cpu") != 0;
-    if (family_plan(d, kv_families[i], i, &p->fam[p->n_fam++], err, errlen) != 0) {
+    if (family_plan(d, kv_families[i], i, sel.section[k], &p->fam[p->n_fam++], err, errlen) != 0) {
       kv_plan_free(p);
       return -1;
     }

@@ -13,7 +13,8 @@
 #include "family.h"
 #include "numerics/tolerance.h"
 
-#define KV_MAX_FAMILIES 8
+#define KV_MAX_FAMILIES 16 /* family sections of one plan ([fa2], [fa2.tails], ...) */
+#define KV_SECTION_NAME_LEN 16 /* a family section's name, its HDF5 group: at most 15 characters */
 
 typedef enum { KV_MODE_FLEET = 0, KV_MODE_SPLIT = 1 } kv_mode;
 
@@ -26,7 +27,9 @@ typedef struct {
 
 typedef struct kv_family_plan {
   const kv_family *family;
+  char name[KV_SECTION_NAME_LEN]; /* its deck section: the family's name, or FAMILY.NAME */
   int family_index;              /* index in kv_families */
+  int slot;                      /* index in kv_plan.fam: the family of a kv_result */
   int n_axes;
   kv_axis_values axis[KV_MAX_AXES];
   double param[KV_MAX_PARAMS];   /* values of the family's params, in declaration order */

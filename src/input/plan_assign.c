@@ -116,7 +116,7 @@ static void count_reasons(const kv_family_plan *fp, reason_counts *rc) {
 
 static void print_family(const kv_family_plan *fp, FILE *out) {
   const kv_family *f = fp->family;
-  fprintf(out, "[%s] %zu cells = ", f->name, fp->n_cells);
+  fprintf(out, "[%s] %zu cells = ", fp->name, fp->n_cells);
   for (int i = 0; i < fp->n_axes; i++) fprintf(out, "%s%d %s", i ? " x " : "", fp->axis[i].n, f->axes[i].name);
   fprintf(out, ": %zu valid, %zu skipped\n", fp->n_valid, fp->n_skipped);
   for (int i = 0; i < fp->n_axes; i++) {

@@ -161,8 +161,8 @@ kv_status kv_output_mpio_fapl(kv_output *o, hid_t *fapl);
 #endif
 /* Open a file with the sec2 driver (rank 0 phases of the parallel flavour, resume). */
 kv_status kv_output_open_serial(const char *path, hid_t *file);
-/* Family slot of `o` for a kv_families index, or -1. */
-int kv_output_family_slot(const kv_output *o, int family_index);
+/* The family slot of `o` a kv_result names (kv_family_plan.slot), or -1 when it names none. */
+int kv_output_family_slot(const kv_output *o, int slot);
 /* Read the status rows [row0, row0 + n_rows) of family slot f into buf (n_rows * cells
  * int8); collective in the parallel flavour (n_rows may be 0 on some ranks). */
 kv_status kv_output_read_status(kv_output *o, int f, hsize_t row0, hsize_t n_rows, signed char *buf);

@@ -59,7 +59,7 @@ void kv_journal_append(kv_output *o, const kv_result *r) {
   put(rec + 16, kv_row_fields_hash(), 8);
   put(rec + 24, KV_ROW_BYTES, 4);
   put(rec + 28, (uint64_t)(uint32_t)r->rank, 4);
-  strncpy((char *)rec + 32, o->fam[f].fp->family->name, 16);
+  strncpy((char *)rec + 32, o->fam[f].fp->name, 16);
   put(rec + 48, r->cell, 8);
   kv_row_from_result(r, rec + HEADER);
   put(rec + HEADER + KV_ROW_BYTES, kv_fingerprint(rec, HEADER + KV_ROW_BYTES), 8);
@@ -78,10 +78,10 @@ static int record_ok(kv_output *o, const unsigned char *rec, kv_result *r) {
   memcpy(name, rec + 32, 16);
   name[16] = '\0';
   for (int f = 0; f < o->plan->n_fam; f++) {
-    if (strcmp(o->fam[f].fp->family->name, name) != 0) continue;
+    if (strcmp(o->fam[f].fp->name, name) != 0) continue;
     uint64_t cell = get(rec + 48, 8);
     if (cell >= o->fam[f].fp->n_cells) return 0;
-    kv_result_init(r, o->rank, o->fam[f].fp->family_index, cell);
+    kv_result_init(r, o->rank, o->fam[f].fp->slot, cell);
     kv_row_to_result(rec + HEADER, r);
     return r->status > KV_NOT_RUN && r->status < KV_NSTATUS;
   }

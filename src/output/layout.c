@@ -51,7 +51,7 @@ kv_status kv_layout_structure(kv_output *o, hid_t file) {
     hsize_t hdims[KV_MAX_AXES + 2];
     memcpy(hdims, of->dims, sizeof hdims);
     hdims[nd] = KV_HIST_BINS;
-    hid_t g = H5Gcreate2(file, of->fp->family->name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g = H5Gcreate2(file, of->fp->name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (CHECK_H5(g)) {
       kv_h5_close_id(&t_case);
       return KV_ERR;
@@ -247,6 +247,7 @@ static kv_status family_attributes(kv_output *o, const kv_family_plan *fp, hid_t
     snprintf(axes + len, sizeof axes - len, "%s%s", a ? "," : "", fp->family->axes[a].name);
   }
   KV_TRY(kv_h5_attr_str(g, o->t_vstr, "axes", axes));
+  KV_TRY(kv_h5_attr_str(g, o->t_vstr, "family", fp->family->name)); /* the group: [family] or [family.NAME] */
   KV_TRY(kv_h5_attr_i64(g, "n_cells", (long long)fp->n_cells));
   KV_TRY(kv_h5_attr_i64(g, "n_valid", (long long)fp->n_valid));
   KV_TRY(kv_h5_attr_i64(g, "n_skipped", (long long)fp->n_skipped));
@@ -423,7 +424,7 @@ static kv_status describe_family(kv_output *o, const kv_out_family *of, hid_t fi
   int na = fp->n_axes;
   hid_t sc[KV_MAX_AXES + 2];
   for (int i = 0; i < na + 2; i++) sc[i] = H5I_INVALID_HID;
-  hid_t g = H5Gopen2(file, fp->family->name, H5P_DEFAULT);
+  hid_t g = H5Gopen2(file, fp->name, H5P_DEFAULT);
   if (CHECK_H5(g)) return KV_ERR;
   char coords[256];
   kv_status st = family_attributes(o, fp, g);

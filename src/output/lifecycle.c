@@ -185,7 +185,7 @@ kv_status kv_output_open_serial(const char *path, hid_t *file) {
 }
 
 static kv_status open_family(kv_output *o, kv_out_family *of) {
-  hid_t g = of->group = H5Gopen2(o->file, of->fp->family->name, H5P_DEFAULT);
+  hid_t g = of->group = H5Gopen2(o->file, of->fp->name, H5P_DEFAULT);
   if (CHECK_H5(g)) return KV_ERR;
 #define KV_OPEN(slot, name) \
   if (CHECK_H5(slot = H5Dopen2(g, name, H5P_DEFAULT))) return KV_ERR;
@@ -232,10 +232,8 @@ kv_status kv_output_open_writing(kv_output *o, const char *path, hid_t serial_fi
   return st;
 }
 
-int kv_output_family_slot(const kv_output *o, int family_index) {
-  for (int f = 0; f < o->plan->n_fam; f++)
-    if (o->plan->fam[f].family_index == family_index) return f;
-  return -1;
+int kv_output_family_slot(const kv_output *o, int slot) {
+  return slot >= 0 && slot < o->plan->n_fam ? slot : -1;
 }
 
 kv_status kv_output_read_status(kv_output *o, int f, hsize_t row0, hsize_t n_rows, signed char *buf) {

@@ -150,7 +150,7 @@ static kv_status check_axis_values(kv_output *o, hid_t g, const char *path, cons
       snprintf(want, sizeof want, "%lld", v->ints[bad]);
     }
     kv_output_user_error("--resume %s: value %d of %s.%s is %s in the file, this run has %s (a different deck or "
-                         "--set)", path, bad + 1, fp->family->name, axis, have, want);
+                         "--set)", path, bad + 1, fp->name, axis, have, want);
     st = KV_ERR;
   }
   if (is_str && sp >= 0 && buf) CHECK_H5(H5Dvlen_reclaim(o->t_vstr, sp, H5P_DEFAULT, buf));
@@ -162,7 +162,7 @@ static kv_status check_axis_values(kv_output *o, hid_t g, const char *path, cons
 
 /* Each planned family has a group with the same axes and a status dataset of the plan's shape. */
 static kv_status check_family(kv_output *o, hid_t file, const char *path, const kv_out_family *of) {
-  const char *name = of->fp->family->name;
+  const char *name = of->fp->name;
   htri_t ex = H5Lexists(file, name, H5P_DEFAULT);
   if (CHECK_H5(ex)) return KV_ERR;
   if (!ex) {
@@ -216,21 +216,28 @@ static kv_status check_family(kv_output *o, hid_t file, const char *path, const 
   return st;
 }
 
-/* Every kval family group in the file is planned by this run (same deck sections, --only). */
+/* Every family group in the file (every group but /ranks) is planned by this run (same deck
+ * sections, --only). */
 static kv_status check_family_set(const kv_plan *p, hid_t file, const char *path) {
-  kv_status st = KV_OK;
-  for (int i = 0; kv_families[i]; i++) {
-    int planned = 0;
-    for (int f = 0; f < p->n_fam; f++) planned |= p->fam[f].family_index == i;
-    htri_t ex = planned ? 0 : H5Lexists(file, kv_families[i]->name, H5P_DEFAULT);
-    if (CHECK_H5(ex)) return KV_ERR;
-    if (ex) {
+  H5G_info_t gi;
+  if (CHECK_H5(H5Gget_info(file, &gi))) return KV_ERR;
+  for (hsize_t i = 0; i < gi.nlinks; i++) {
+    char name[256];
+    if (CHECK_H5(H5Lget_name_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT)))
+      return KV_ERR;
+    hid_t obj = H5Oopen(file, name, H5P_DEFAULT);
+    if (CHECK_H5(obj)) return KV_ERR;
+    const int is_group = H5Iget_type(obj) == H5I_GROUP;
+    kv_h5_close_id(&obj);
+    int planned = !is_group || strcmp(name, "ranks") == 0;
+    for (int f = 0; f < p->n_fam && !planned; f++) planned = strcmp(p->fam[f].name, name) == 0;
+    if (!planned) {
       kv_output_user_error("--resume %s: the file holds family /%s, which this run does not plan (a different deck "
-                           "or --only)", path, kv_families[i]->name);
-      st = KV_ERR;
+                           "or --only)", path, name);
+      return KV_ERR;
     }
   }
-  return st;
+  return KV_OK;
 }
 
 /* Rank 0: open and check the file; on success it is marked incomplete and left open. */

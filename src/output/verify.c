@@ -24,7 +24,7 @@ static kv_status read_row(hid_t g, const char *name, const kv_out_family *of, in
   count[0] = 1;
   hid_t ds = H5Dopen2(g, name, H5P_DEFAULT), fs, ms;
   if (CHECK_H5(ds)) {
-    kv_output_user_error("dataset /%s/%s cannot be read (it is missing or damaged)", of->fp->family->name, name);
+    kv_output_user_error("dataset /%s/%s cannot be read (it is missing or damaged)", of->fp->name, name);
     return KV_ERR;
   }
   kv_status st = kv_h5_select(nd, dims, start, count, of->fp->n_cells * (hsize_t)(extra > 0 ? extra : 1), &fs, &ms);
@@ -80,7 +80,7 @@ static void check_rows(const kv_out_family *of, int r, const signed char *status
 }
 
 kv_status kv_verify_family(kv_output *o, hid_t file, const char *path, const kv_out_family *of) {
-  const char *name = of->fp->family->name;
+  const char *name = of->fp->name;
   size_t n = of->fp->n_cells;
   hid_t g = H5Gopen2(file, name, H5P_DEFAULT);
   if (CHECK_H5(g)) return KV_ERR;

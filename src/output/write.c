@@ -23,7 +23,7 @@ static int result_slot(const kv_output *o, const kv_result *r) {
     kv_report(__FILE__, __LINE__, "output", "result names rank %d of %d", r->rank, o->nranks);
   else if (r->cell >= o->fam[f].fp->n_cells)
     kv_report(__FILE__, __LINE__, "output", "result of rank %d names cell %llu of %s, which has %zu cells", r->rank,
-              (unsigned long long)r->cell, o->fam[f].fp->family->name, o->fam[f].fp->n_cells);
+              (unsigned long long)r->cell, o->fam[f].fp->name, o->fam[f].fp->n_cells);
   else if (r->status < 0 || r->status >= KV_NSTATUS)
     kv_report(__FILE__, __LINE__, "output", "result of rank %d has status %d", r->rank, (int)r->status);
   else
@@ -89,7 +89,7 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
   kv_h5_close_id(&hms);
   if (st != KV_OK && r)
     kv_report(__FILE__, __LINE__, "output", "cannot write the result of rank %d, %s cell %llu", r->rank,
-              of->fp->family->name, (unsigned long long)r->cell);
+              of->fp->name, (unsigned long long)r->cell);
   return st;
 }
 

@@ -125,7 +125,7 @@ long kv_fleet_compare(const kv_plan *p, const signed char *status, const uint64_
     ok = cases && members && grouped && of_rank && tally;
     for (size_t ci = 0; ok && ci < n; ci++) {
       kv_fp_case *fc = &cases[ci];
-      fc->family = p->cases[ci].fp->family_index;
+      fc->family = p->cases[ci].fp->slot;
       fc->cell = p->cases[ci].cell;
       fc->agrees = KV_MALLOC((size_t)nranks);
       if (!fc->agrees) {

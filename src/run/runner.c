@@ -60,7 +60,7 @@ static uint64_t output_fingerprint(const kv_case_data *d) {
 static void run_case(const kv_plan *p, size_t ci, const kv_backend *be, const kv_rank_info *info,
                      const kv_inject *inj, int n_inj, int rank, kv_result *r) {
   const kv_case *c = &p->cases[ci];
-  kv_result_init(r, rank, c->fp->family_index, c->cell);
+  kv_result_init(r, rank, c->fp->slot, c->cell);
   kv_cost cost;
   c->fp->family->cost(c, &cost);
   double free_bytes = be->free_bytes();

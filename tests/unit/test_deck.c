@@ -144,6 +144,9 @@ static const bad_case bad_decks[] = {
     {"[]\n", "bad.deck:1:1", "empty section name (got '[]'"},
     {"[   ]\n", "bad.deck:1:1", "empty section name"},
     {"[fa 2]\n", "bad.deck:1:4", "invalid character in section name (got 'fa 2'"},
+    {"[fa2.]\n", "bad.deck:1:6", "empty name after '.' in the section name"},
+    {"[fa2.a.b]\n", "bad.deck:1:7", "invalid character in section name (got 'fa2.a.b'"},
+    {"[.a]\n", "bad.deck:1:2", "invalid character in section name (got '.a'"},
     {"[fa2] x = 1\n", "bad.deck:1:7", "unexpected text after the section header (got 'x = 1'"},
     {"[fa2]]\n", "bad.deck:1:6", "unexpected text after the section header"},
     {"seqlen = 1\n[fa2]\n", "bad.deck:1:1", "key 'seqlen' outside any section (got 'seqlen'; expected a [section] header"},
@@ -239,6 +242,9 @@ static void test_set(void) {
   EXPECT_STREQ(joined(&d, "gemm", "shape"), "128x128x128");
   EXPECT(d.n_sections == 2, "2 sections, got %d", d.n_sections);
   EXPECT(strstr(d.text, "gemm") == NULL, "the deck text stays the file's text");
+  EXPECT(kv_deck_apply_set(&d, "fa2.tails.causal=0 1", err, sizeof err) == 0, "a named section's key (err: %s)", err);
+  EXPECT_STREQ(joined(&d, "fa2.tails", "causal"), "0 1");
+  EXPECT(d.n_sections == 3 && kv_deck_find_section(&d, "fa2.tails"), "--set FAMILY.NAME.KEY adds [fa2.tails]");
 
   TEST("--set errors name --set and the column in the argument");
   static const bad_case bad_sets[] = {

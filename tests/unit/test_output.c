@@ -47,6 +47,7 @@ static void set_family(kv_family_plan *fp, const kv_family *f, int index, int n_
                        char **strs, long long *const *ints) {
   memset(fp, 0, sizeof *fp);
   fp->family = f;
+  snprintf(fp->name, sizeof fp->name, "%s", f->name);
   fp->family_index = index;
   fp->n_axes = n_axes;
   fp->n_cells = 1;
@@ -68,6 +69,7 @@ static void build_plan(kv_plan *p, kv_mode mode, int wide) {
   long long *ia[3] = {NULL, tfa_headdim, tfa_seqlen}, *ib[2] = {NULL, tnorm_rows};
   set_family(&p->fam[0], &tfa, 3, 3, la, tfa_prec, ia);
   set_family(&p->fam[1], &tnorm, 1, 2, lb, tnorm_prec, ib);
+  p->fam[0].slot = 0, p->fam[1].slot = 1;
   p->n_fam = NF;
   p->mode = mode;
   p->run.seed = 42;
@@ -140,7 +142,7 @@ static int case_status(int gen, size_t i) {
 static void make_result(const kv_plan *p, size_t i, int rank, int gen, kv_result *r) {
   const kv_case *k = &p->cases[i];
   int f = slot_of(p, k), j = 0;
-  kv_result_init(r, rank, k->fp->family_index, k->cell);
+  kv_result_init(r, rank, k->fp->slot, k->cell);
   r->status = case_status(gen, i);
   r->fingerprint = fpval(gen, rank, f, k->cell);
 #define KV_X(name, member, unit, doc) r->member = dval(gen, rank, f, k->cell, j++);
@@ -215,7 +217,7 @@ static void write_fingerprints(kv_output *o, const kv_plan *p, int nranks, expec
     int f = slot_of(p, &p->cases[i]);
     uint64_t c = p->cases[i].cell;
     if (!fp_included(f, c)) continue;
-    fc[n] = (kv_fp_case){p->cases[i].fp->family_index, c, 1 + (int)(c % 2), c * 3 + 1, agrees + n * (size_t)nranks};
+    fc[n] = (kv_fp_case){p->cases[i].fp->slot, c, 1 + (int)(c % 2), c * 3 + 1, agrees + n * (size_t)nranks};
     for (int r = 0; r < nranks; r++) fc[n].agrees[r] = (unsigned char)((r + (int)c) % 3);
     n++;
   }
@@ -395,7 +397,8 @@ static void resume_mismatches(const char *dir, const char *path, int rank, int n
   kv_run_meta m2 = meta;
   m2.backend = "cuda";
   REFUSED("other backend", path, &q, &deck, &m2, MPI_COMM_WORLD);
-  q.fam[2] = q.fam[1], q.fam[2].family = &tgemm, q.fam[2].family_index = 5, q.n_fam = 3;
+  q.fam[2] = q.fam[1], q.fam[2].family = &tgemm, q.fam[2].family_index = 5, q.fam[2].slot = 2, q.n_fam = 3;
+  snprintf(q.fam[2].name, sizeof q.fam[2].name, "tgemm");
   REFUSED("a family the file lacks", path, &q, &deck, &meta, MPI_COMM_WORLD);
   q.n_fam = 2;
   free_plan(&q);
@@ -498,7 +501,7 @@ static void full_test(const char *dir, int rank, int nranks) {
   EXPECT(kv_output_create(split, 0, &ps, &deck, &meta, infos, MPI_COMM_WORLD, &o) == KV_OK, "create split");
   if (o) {
     kv_result bad;
-    kv_result_init(&bad, rank, ps.fam[1].family_index, ps.fam[1].n_cells);
+    kv_result_init(&bad, rank, ps.fam[1].slot, ps.fam[1].n_cells);
     int stop = 0, parallel = strcmp(kv_output_flavour(), "parallel") == 0;
     kv_status want = rank == 0 || parallel ? KV_ERR : KV_OK;
     EXPECT(kv_output_write(o, rank == 0 ? &bad : NULL, &stop) == want, "cell outside the grid on rank 0");

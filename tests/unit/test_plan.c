@@ -209,6 +209,36 @@ static void test_defaults_and_only(void) {
   EXPECT(build("[alpha]\n[beta]\nshape = s\n", NULL, "beta", "cuda", KV_MODE_FLEET, &p) == 0, "--only beta");
   EXPECT(p.n_fam == 1 && p.fam[0].family == &beta && p.fam[0].family_index == 1, "only beta");
   kv_plan_free(&p);
+  TEST("named sections [FAMILY.NAME]: each its own plan, --only and --set by name");
+  {
+    const char *sets[] = {"alpha.wide.n=64", NULL};
+    EXPECT(build("[alpha.wide]\nn = 32\n[beta]\nshape = s\n[alpha]\nn = 16 32\n", sets, NULL, "cuda", KV_MODE_FLEET,
+                 &p) == 0, "builds (err: %s)", err);
+    EXPECT(p.n_fam == 3 && strcmp(p.fam[0].name, "alpha.wide") == 0 && strcmp(p.fam[1].name, "alpha") == 0 &&
+               strcmp(p.fam[2].name, "beta") == 0 && p.fam[0].family == &alpha && p.fam[1].family == &alpha,
+           "registry order, deck order within a family: alpha.wide, alpha, beta");
+    EXPECT(p.fam[0].axis[1].n == 1 && p.fam[0].axis[1].ints[0] == 64, "--set alpha.wide.n=64 set the named section");
+    EXPECT(p.fam[1].axis[1].n == 2 && p.fam[0].slot == 0 && p.fam[1].slot == 1 && p.fam[2].slot == 2, "slots");
+    size_t a = 0, b = 0;
+    for (size_t i = 0; i < p.n_cases; i++) {
+      if (p.cases[i].fp == &p.fam[0] && p.cases[i].cell == 0) a = i + 1;
+      if (p.cases[i].fp == &p.fam[1] && p.cases[i].cell == 0) b = i + 1;
+    }
+    EXPECT(a && b && p.cases[a - 1].key != p.cases[b - 1].key, "cell 0 of two sections draws different inputs");
+    kv_plan_free(&p);
+    EXPECT(build("[alpha.wide]\nn = 32\n[alpha]\n", NULL, "alpha.wide", "cuda", KV_MODE_FLEET, &p) == 0,
+           "--only alpha.wide");
+    EXPECT(p.n_fam == 1 && strcmp(p.fam[0].name, "alpha.wide") == 0, "only that section");
+    kv_plan_free(&p);
+    EXPECT(build("[alpha.wide]\nn = 32\n[alpha]\n", NULL, "alpha", "cuda", KV_MODE_FLEET, &p) == 0, "--only alpha");
+    EXPECT(p.n_fam == 2, "--only FAMILY selects every section of the family");
+    kv_plan_free(&p);
+    expect_error("[delta.x]\n", NULL, NULL, "d.deck:1:2: error: unknown section [delta.x]", "or [FAMILY.NAME]");
+    expect_error("[alpha.abcdefghijk]\n", NULL, NULL, "d.deck:1:2: error: section name [alpha.abcdefghijk] too long",
+                 "at most 15 characters");
+    expect_error("[alpha.x]\n", NULL, "alpha.y", "kval: --only: unknown family 'alpha.y'", "FAMILY.NAME");
+    expect_error("[alpha.x]\nfoo = 1\n", NULL, NULL, "d.deck:2:1: error: unknown key 'foo'", "in [alpha.x]");
+  }
   EXPECT(build("[alpha]\n", NULL, "gamma,alpha", "cuda", KV_MODE_FLEET, &p) == 0, "--only gamma,alpha");
   EXPECT(p.n_fam == 2 && p.fam[0].family == &alpha && p.fam[1].family == &gamma_ && p.fam[1].n_cells == 1,
          "gamma (not in the deck) runs with its defaults");
@@ -262,7 +292,7 @@ static void test_run_settings(void) {
 static void test_errors(void) {
   TEST("unknown sections and keys list the valid ones");
   expect_error("[alfa]\n", NULL, NULL, "d.deck:1:2: error: unknown section [alfa] (got 'alfa'; ",
-               "expected one of [alpha], [beta], [gamma], [run])");
+               "expected one of [alpha], [beta], [gamma], [run], or [FAMILY.NAME])");
   expect_error("[alpha]\n[runn]\n", NULL, NULL, "d.deck:2:2: error: unknown section [runn]", "[run]");
   expect_error("[alpha]\n  size = 1\n", NULL, NULL, "d.deck:2:3: error: unknown key 'size' in [alpha] (got 'size'; ",
                "expected one of precision, n, mode, scale)");
@@ -319,7 +349,7 @@ static void test_errors(void) {
   expect_error("[run]\nseed = 1\n", NULL, NULL, "d.deck: error: the deck has no family section",
                "expected at least one of [alpha], [beta], [gamma], or --only FAMILY");
   expect_error("[alpha]\n", NULL, "alpha,delta", "kval: --only: unknown family 'delta' (expected ",
-               "a comma-separated list of: alpha, beta, gamma)");
+               "a comma-separated list of: alpha, beta, gamma, or FAMILY.NAME of a [FAMILY.NAME] section)");
   expect_error("[alpha]\n", NULL, "run", "kval: --only: unknown family 'run'", "alpha, beta, gamma");
   expect_error("[alpha]\n", NULL, "alpha,", "kval: --only: unknown family ''", "alpha, beta, gamma");
   expect_error("[alpha]\n", NULL, "gamma,gamma", "kval: --only: family 'gamma' listed twice", "each once");

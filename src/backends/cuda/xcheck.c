@@ -171,7 +171,11 @@ static void compare_stats(const kv_errstats *dev, const kv_errstats *host, const
 }
 
 /* Device statistics of the sampled elements (flat indices uploaded, the GPU reference's rows
- * packed) against the host's of the same elements. */
+ * packed) against the host's of the same elements. The uploads go on the case's stream: a
+ * synchronous cudaMemcpy from pageable memory may return before its DMA ends, and the
+ * non-blocking stream's kernel then read stale memory (seen on the H200 as a device
+ * max_bound_ratio ten times the host's). The host buffers live until kv_cuda_errstats has
+ * waited for the stream. */
 static kv_status check_stats(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tensors *t, const kv_cost *cost,
                              const kv_run_settings *rs, const kv_cuda_buffers *b, const sample *s, kv_case_data *d) {
   const size_t m = s->n * s->len;
@@ -187,9 +191,10 @@ static kv_status check_stats(const kv_cuda_ctx *ctx, const kv_case *c, const kv_
   if (st == KV_OK) st = CHECK_CUDA(cudaMalloc((void **)&d_index, m * sizeof *d_index));
   if (st == KV_OK) st = CHECK_CUDA(cudaMalloc((void **)&d_ref, m * sizeof *d_ref));
   if (st == KV_OK) st = CHECK_CUDA(cudaMalloc((void **)&d_mag, m * sizeof *d_mag));
-  if (st == KV_OK) st = CHECK_CUDA(cudaMemcpy(d_index, index, m * sizeof *d_index, cudaMemcpyHostToDevice));
-  if (st == KV_OK) st = CHECK_CUDA(cudaMemcpy(d_ref, s->gref, m * sizeof *d_ref, cudaMemcpyHostToDevice));
-  if (st == KV_OK) st = CHECK_CUDA(cudaMemcpy(d_mag, s->gmag, m * sizeof *d_mag, cudaMemcpyHostToDevice));
+  const cudaMemcpyKind up = cudaMemcpyHostToDevice;
+  if (st == KV_OK) st = CHECK_CUDA(cudaMemcpyAsync(d_index, index, m * sizeof *d_index, up, ctx->stream));
+  if (st == KV_OK) st = CHECK_CUDA(cudaMemcpyAsync(d_ref, s->gref, m * sizeof *d_ref, up, ctx->stream));
+  if (st == KV_OK) st = CHECK_CUDA(cudaMemcpyAsync(d_mag, s->gmag, m * sizeof *d_mag, up, ctx->stream));
   if (st == KV_OK)
     st = kv_cuda_errstats(b->out[0], t->out[0].dtype, d_index, d_ref, d_mag, m, c->prec, &tol, cost->red_len,
                           kv_cuda_deadline(rs, 0.0), &dev, ctx->stream);
