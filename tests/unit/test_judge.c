@@ -1,0 +1,333 @@
+/* test_judge.c - the per-case verdict (src/run/judge.c) on constructed inputs: a clean case
+ * passes; each check fails its own case with its own status and message (output tolerance,
+ * non-finite output, the auxiliary output's tolerance and non-finite rows, the rounding bias
+ * in both forms and where it is not judged, an impossible timing and the warm timing that is
+ * not judged, nondeterministic launches, a changed guard band, the GPU-vs-CPU reference
+ * cross-check, a harness finding), the most severe finding wins, and the host statistics path
+ * (no device statistics) judges the output, sampled rows included. Removing any branch of
+ * judge.c fails a check here. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "numerics/halfprec.h"
+#include "numerics/tolerance.h"
+#include "run/judge.h"
+#include "test_util.h"
+
+static int unbiased_yes(const kv_case *c) { (void)c; return 1; }
+static int unbiased_no(const kv_case *c) { (void)c; return 0; }
+
+static kv_family fam;
+static kv_family_plan fp;
+static kv_case kcase;
+static kv_run_settings rs;
+static kv_rank_info info;
+static kv_cost cost;
+static double times[3];
+static float aux[4];
+static double aux_ref[4], aux_mag[4];
+
+/* The default tolerance's c2 of the case's precision (the auxiliary output's bound is c2 * aux_mag). */
+static double tolerance_default_c2(void) { return kv_tolerance_default(kcase.prec).c2; }
+
+/* A clean case: fp16:fp32, device statistics that pass, three timings of 1 s for 1 GFLOP and
+ * 1 GB on a device of 1000 GB/s (roofline fraction 0.001), no findings, no auxiliary output. */
+static void fresh(kv_case_data *d, kv_result *r) {
+  memset(&fam, 0, sizeof fam);
+  fam.name = "test";
+  fam.unbiased = unbiased_yes;
+  memset(&fp, 0, sizeof fp);
+  fp.family = &fam;
+  memset(&kcase, 0, sizeof kcase);
+  kcase.fp = &fp;
+  kcase.prec.storage = KV_FP16;
+  kcase.prec.accum = KV_FP32;
+  memset(&rs, 0, sizeof rs);
+  rs.l2_flush = 1;
+  rs.bias_limit = 0.1;
+  memset(&info, 0, sizeof info);
+  info.copy_gbps = 1000.0;
+  info.matrix_tflops = NAN;
+  memset(&cost, 0, sizeof cost);
+  cost.flops = 1e9;
+  cost.bytes = 1e9;
+  cost.red_len = 64;
+  memset(d, 0, sizeof *d);
+  memset(r, 0, sizeof *r);
+  times[0] = times[1] = times[2] = 1.0;
+  d->times = times;
+  d->n_times = 3;
+  d->ref_xcheck = NAN;
+  d->has_stats = 1;
+  d->n_rows = 4;
+  d->row_len = 1;
+  d->stats.max_bound_ratio = 0.5;
+  d->stats.n_bias = 5000;
+  d->stats.bias_ulp = 0.01;
+  d->stats.bias_mag_ulp = -0.01;
+  d->stats.bias_se = 0.004;
+}
+
+/* fa2-like auxiliary output: four rows, the last fully masked (-inf met exactly). */
+static void with_aux(kv_case_data *d) {
+  for (int i = 0; i < 3; i++) {
+    aux_ref[i] = 2.0 + i;
+    aux_mag[i] = 1.0;
+    aux[i] = (float)aux_ref[i];
+  }
+  aux_ref[3] = -INFINITY;
+  aux[3] = -INFINITY;
+  aux_mag[3] = 0.0;
+  d->aux = aux;
+  d->aux_ref = aux_ref;
+  d->aux_mag = aux_mag;
+}
+
+static int judge(kv_case_data *d, kv_result *r) {
+  kv_status st = kv_judge_case(&kcase, &cost, &rs, &info, d, r);
+  EXPECT(st == KV_OK, "kv_judge_case returned %d", (int)st);
+  return r->status;
+}
+
+#define EXPECT_STATUS(r, want)                                                                   \
+  EXPECT((r).status == (want), "status %s, expected %s (message \"%s\")",                        \
+         kv_status_name((kv_case_status)(r).status), kv_status_name(want), (r).message)
+
+int main(void) {
+  kv_case_data d;
+  kv_result r;
+
+  TEST("a clean case passes and its row carries the measured quantities");
+  fresh(&d, &r);
+  with_aux(&d);
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_PASS);
+  EXPECT(r.message[0] == '\0', "message \"%s\" on a pass", r.message);
+  EXPECT(fabs(r.roofline_frac - 0.001) < 1e-12, "roofline_frac %g, expected 0.001", r.roofline_frac);
+  EXPECT(r.aux_bound_ratio == 0.0, "aux_bound_ratio %g of an exact auxiliary output", r.aux_bound_ratio);
+  EXPECT(r.ref_rows == 4 && r.red_len == 64, "ref_rows %lld, red_len %g", (long long)r.ref_rows, r.red_len);
+
+  TEST("output beyond its bound: fail_tolerance naming the element");
+  fresh(&d, &r);
+  d.stats.max_bound_ratio = 1.5;
+  d.stats.worst_index = 17;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
+  EXPECT_CONTAINS(r.message, "at element 17");
+
+  TEST("NaN output where the reference is finite: fail_nonfinite");
+  fresh(&d, &r);
+  d.stats.n_nan = 1;
+  d.stats.max_bound_ratio = INFINITY;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_NONFINITE);
+  EXPECT_CONTAINS(r.message, "1 NaN, 0 Inf");
+
+  TEST("auxiliary output beyond c2 * aux_mag: fail_tolerance naming the row");
+  fresh(&d, &r);
+  with_aux(&d);
+  aux[1] = (float)(aux_ref[1] + 3.0 * tolerance_default_c2()); /* 3 x bound */
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
+  EXPECT_CONTAINS(r.message, "auxiliary output beyond its bound in 1 rows (worst row 1");
+  EXPECT(fabs(r.aux_bound_ratio - 3.0) < 1e-5, "aux_bound_ratio %g, expected 3", r.aux_bound_ratio);
+  EXPECT(fabs(r.aux_max_abs - 3.0 * tolerance_default_c2()) < 1e-5, "aux_max_abs %g", r.aux_max_abs);
+
+  TEST("auxiliary output inside its bound passes");
+  fresh(&d, &r);
+  with_aux(&d);
+  aux[2] = (float)(aux_ref[2] + 0.5 * tolerance_default_c2());
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_PASS);
+
+  TEST("auxiliary output non-finite where its reference is finite, or finite where it is -inf");
+  fresh(&d, &r);
+  with_aux(&d);
+  aux[0] = NAN;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_NONFINITE);
+  EXPECT_CONTAINS(r.message, "auxiliary output: 1 rows non-finite");
+  EXPECT(isinf(r.aux_bound_ratio), "aux_bound_ratio %g, expected inf", r.aux_bound_ratio);
+  fresh(&d, &r);
+  with_aux(&d);
+  aux[3] = 0.0f; /* a fully masked row must keep -inf */
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_NONFINITE);
+
+  TEST("rounding bias: mean signed error, then mean error toward zero");
+  fresh(&d, &r);
+  d.stats.bias_ulp = -0.3;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_BIAS);
+  EXPECT_CONTAINS(r.message, "directed rounding?");
+  fresh(&d, &r);
+  d.stats.bias_mag_ulp = -0.3;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_BIAS);
+  EXPECT_CONTAINS(r.message, "toward zero");
+  fresh(&d, &r);
+  d.stats.bias_mag_ulp = 0.3;
+  judge(&d, &r);
+  EXPECT_CONTAINS(r.message, "away from zero");
+
+  TEST("rounding bias within max(bias_limit, 6 se) passes");
+  fresh(&d, &r);
+  d.stats.bias_ulp = 0.25;
+  d.stats.bias_se = 0.05; /* limit 0.3 */
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_PASS);
+
+  TEST("rounding bias not judged: limit 0, family says biased, fp32 storage, too few elements");
+  fresh(&d, &r);
+  d.stats.bias_ulp = -0.3;
+  rs.bias_limit = 0.0;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_PASS);
+  fresh(&d, &r);
+  d.stats.bias_ulp = -0.3;
+  fam.unbiased = unbiased_no;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_PASS);
+  fresh(&d, &r);
+  d.stats.bias_ulp = -0.3;
+  kcase.prec.storage = KV_FP32;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_PASS);
+  fresh(&d, &r);
+  d.stats.bias_ulp = -0.3;
+  d.stats.n_bias = KV_BIAS_MIN_ELEMENTS - 1;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_PASS);
+
+  TEST("a rate above KV_ROOFLINE_LIMIT x the ceiling: fail_timing; warm timing is not judged");
+  fresh(&d, &r);
+  info.copy_gbps = 0.5; /* 1 GFLOP/s achieved on a 0.5 GFLOP/s ceiling: 2 x */
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_TIMING);
+  EXPECT_CONTAINS(r.message, "cannot be true");
+  fresh(&d, &r);
+  info.copy_gbps = 1.0 / (KV_ROOFLINE_LIMIT - 0.01); /* just below the limit */
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_PASS);
+  fresh(&d, &r);
+  info.copy_gbps = 0.5;
+  rs.l2_flush = 0;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_PASS);
+  fresh(&d, &r);
+  info.copy_gbps = 1000.0;
+  info.matrix_tflops = 0.0005; /* the matrix rate is the lower ceiling: 0.5 GFLOP/s */
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_TIMING);
+
+  TEST("launches that disagree: fail_nondeterministic with the backend's words");
+  fresh(&d, &r);
+  snprintf(d.nondeterministic, sizeof d.nondeterministic, "launch 1 and launch 3 differ");
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_NONDETERMINISTIC);
+  EXPECT_STREQ(r.message, "launch 1 and launch 3 differ");
+
+  TEST("a changed guard band: fail_out_of_bounds");
+  fresh(&d, &r);
+  snprintf(d.out_of_bounds, sizeof d.out_of_bounds, "guard band after o changed at byte 0");
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_OUT_OF_BOUNDS);
+  EXPECT_STREQ(r.message, "guard band after o changed at byte 0");
+
+  TEST("GPU and CPU references disagree beyond KV_REF_XCHECK_BOUND: error (harness)");
+  fresh(&d, &r);
+  d.ref_xcheck = 10.0 * KV_REF_XCHECK_BOUND;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_ERROR);
+  EXPECT_CONTAINS(r.message, "harness: GPU and CPU fp64 references disagree");
+  EXPECT(r.ref_xcheck == d.ref_xcheck, "ref_xcheck %g not recorded", r.ref_xcheck);
+  fresh(&d, &r);
+  d.ref_xcheck = 0.5 * KV_REF_XCHECK_BOUND;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_PASS);
+
+  TEST("a harness finding (device statistics vs host): error");
+  fresh(&d, &r);
+  snprintf(d.harness, sizeof d.harness, "device max_abs 1 vs host 2");
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_ERROR);
+  EXPECT_STREQ(r.message, "harness: device max_abs 1 vs host 2");
+
+  TEST("the most severe finding wins, whatever the order of the checks");
+  fresh(&d, &r);
+  d.stats.max_bound_ratio = 2.0;
+  d.stats.bias_ulp = -0.3;
+  info.copy_gbps = 0.5;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_TOLERANCE); /* over bias and timing */
+  fresh(&d, &r);
+  d.stats.n_inf = 1;
+  snprintf(d.nondeterministic, sizeof d.nondeterministic, "launches differ");
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_NONDETERMINISTIC); /* over non-finite */
+  fresh(&d, &r);
+  snprintf(d.nondeterministic, sizeof d.nondeterministic, "launches differ");
+  snprintf(d.out_of_bounds, sizeof d.out_of_bounds, "guard changed");
+  snprintf(d.harness, sizeof d.harness, "statistics disagree");
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_ERROR); /* over out of bounds and nondeterminism */
+  fresh(&d, &r);
+  snprintf(d.out_of_bounds, sizeof d.out_of_bounds, "guard changed");
+  snprintf(d.nondeterministic, sizeof d.nondeterministic, "launches differ");
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_OUT_OF_BOUNDS);
+
+  TEST("host statistics (no device statistics): all rows, then a sample of rows");
+  {
+    uint16_t out[8];
+    double ref[8], mag[8];
+    for (int i = 0; i < 8; i++) {
+      ref[i] = 1.0 + i;
+      mag[i] = 0.0;
+      out[i] = kv_f64_to_f16(ref[i]);
+    }
+    fresh(&d, &r);
+    d.has_stats = 0;
+    d.out = out;
+    d.out_type = KV_FP16;
+    d.out_count = 8;
+    d.ref = ref;
+    d.mag = mag;
+    d.n_rows = 4;
+    d.row_len = 2;
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_PASS);
+    EXPECT(r.stats.n_checked == 8, "n_checked %lld, expected 8", (long long)r.stats.n_checked);
+    out[5] = kv_f64_to_f16(ref[5] + 0.25); /* far beyond 2 u |ref| */
+    fresh(&d, &r);
+    d.has_stats = 0;
+    d.out = out;
+    d.out_type = KV_FP16;
+    d.ref = ref;
+    d.mag = mag;
+    d.n_rows = 4;
+    d.row_len = 2;
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
+    EXPECT(r.stats.worst_index == 5, "worst_index %lld, expected 5", (long long)r.stats.worst_index);
+    /* sampled rows 2 and 3 of 4: the reference holds their 4 values, the output all 8 */
+    size_t rows[2] = {2, 3};
+    double sref[4] = {ref[4], ref[5], ref[6], ref[7]}, smag[4] = {0, 0, 0, 0};
+    fresh(&d, &r);
+    d.has_stats = 0;
+    d.out = out;
+    d.out_type = KV_FP16;
+    d.ref = sref;
+    d.mag = smag;
+    d.rows = rows;
+    d.n_rows = 2;
+    d.row_len = 2;
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
+    EXPECT(r.stats.worst_index == 5, "sampled: worst_index %lld, expected 5 (row 2, column 1)",
+           (long long)r.stats.worst_index);
+    EXPECT(r.ref_rows == 2, "ref_rows %lld, expected 2", (long long)r.ref_rows);
+  }
+  return TEST_RETURN();
+}
