@@ -191,7 +191,7 @@ static kv_status check_stats(const kv_cuda_ctx *ctx, const kv_case *c, const kv_
   if (st == KV_OK) st = CHECK_CUDA(cudaMalloc((void **)&d_index, m * sizeof *d_index));
   if (st == KV_OK) st = CHECK_CUDA(cudaMalloc((void **)&d_ref, m * sizeof *d_ref));
   if (st == KV_OK) st = CHECK_CUDA(cudaMalloc((void **)&d_mag, m * sizeof *d_mag));
-  const cudaMemcpyKind up = cudaMemcpyHostToDevice;
+  const enum cudaMemcpyKind up = cudaMemcpyHostToDevice;
   if (st == KV_OK) st = CHECK_CUDA(cudaMemcpyAsync(d_index, index, m * sizeof *d_index, up, ctx->stream));
   if (st == KV_OK) st = CHECK_CUDA(cudaMemcpyAsync(d_ref, s->gref, m * sizeof *d_ref, up, ctx->stream));
   if (st == KV_OK) st = CHECK_CUDA(cudaMemcpyAsync(d_mag, s->gmag, m * sizeof *d_mag, up, ctx->stream));
