@@ -1,10 +1,31 @@
 /* kit.c - what the families share on the host: tensor specs, host input generation (the CPU
- * twin of kv_cuda_generate), bulk widening of storage buffers, and the row-list check of the
- * references. */
+ * twin of kv_cuda_generate), bulk widening of storage buffers, the row-list check of the
+ * references, and the tag lists of kernel paths. */
 #include "families/kit.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void kv_tag(char *buf, size_t n, const char *fmt, ...) {
+  size_t used = strlen(buf);
+  if (used + 1 >= n) return;
+  if (used) buf[used++] = ' ', buf[used] = '\0';
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + used, n - used, fmt, ap);
+  va_end(ap);
+}
+
+int kv_tag_at(int *i, char *buf, size_t n, const char *fmt, ...) {
+  if ((*i)-- != 0) return 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, n, fmt, ap);
+  va_end(ap);
+  return 1;
+}
 
 void kv_spec_in(kv_tensor_spec *t, const char *name, kv_dtype dtype, size_t count, int dist, double scale,
                 double offset) {

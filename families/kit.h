@@ -29,6 +29,12 @@ kv_status kv_generate_host(const kv_tensor_spec *t, uint64_t key, void *buf);
 void kv_to_float(const void *buf, kv_dtype t, size_t off, size_t n, float *dst);
 void kv_to_double(const void *buf, kv_dtype t, size_t off, size_t n, double *dst);
 
+/* Append tag (printf format) to the space-separated list in buf (truncated at n). */
+void kv_tag(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Enumeration helper of path_tag: when *i is 0, write the tag into buf and return 1, else
+ * count *i down and return 0. */
+int kv_tag_at(int *i, char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* A reference's row list: present when n_rows > 0 and every row below total_rows; else
  * reported (naming the family) and KV_ERR. */
 kv_status kv_check_rows(const size_t *rows, size_t n_rows, size_t total_rows, const char *family);

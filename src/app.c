@@ -321,6 +321,7 @@ int kv_app_run(int argc, char **argv) {
   if (MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
   if (code == KV_EXIT_PASS && opt.dry_run) {
     if (rank == 0) kv_plan_print(&plan, nranks, stdout);
+    if (rank == 0) kv_plan_print_paths(&plan, opt.verbose, stdout);
   } else if (code == KV_EXIT_PASS) {
     code = run_plan(argc, argv, &opt, be, &plan, &deck, rank, nranks);
   }

@@ -141,6 +141,14 @@ typedef struct kv_family {
   const struct kv_cuda_family *cuda; /* NULL when built without CUDA */
 
   const kv_coord_desc *coords; /* numeric coordinates derived from axes, terminated by name NULL; may be NULL */
+
+  /* The kernel path of the case on the GPU as space-separated tags "VARIANT:WHAT": the
+   * instantiation the dispatcher launches and the branches it takes (tails, grids, load and
+   * store paths, alpha/beta, the input distribution), from the same rules the dispatcher
+   * calls (the family's limits header). May be NULL. */
+  void (*path)(const kv_case *c, char *buf, size_t n);
+  /* Tag i (0, 1, ...) of every tag the dispatcher can take, in buf; 0 past the last. */
+  int (*path_tag)(int i, char *buf, size_t n);
 } kv_family;
 
 /* The registry, NULL-terminated. */

@@ -133,6 +133,50 @@ static void fa2_tensors(const kv_case *c, kv_tensors *t) {
 /* fp32 accumulation, P rounded to nearest: the output's errors have no systematic sign. */
 static int fa2_unbiased(const kv_case *c) { return c->prec.accum == KV_FP32; }
 
+/* The kernel path (fa2_limits.h's tiles, as the kernels use them): the instantiation, partial
+ * query and key blocks, several key blocks (the online-softmax rescale), cross-attention, the
+ * input distribution. */
+static void fa2_path(const kv_case *c, char *b, size_t n) {
+  const char *v = kv_case_str(c, "variant");
+  const int wg = kv_fa2_variant_of(v) == KV_FA2_WGMMA;
+  const long long d = kv_case_int(c, "headdim"), lq = kv_case_int(c, "seqlen");
+  const long long lk = kv_case_int(c, "seqlen_k") ? kv_case_int(c, "seqlen_k") : lq;
+  const long long bm = wg ? KV_FA2_WGMMA_BLOCK_M(d) : KV_FA2_BLOCK_M(d);
+  const long long bn = wg ? KV_FA2_WGMMA_BLOCK_N(d) : KV_FA2_BLOCK_N(d);
+  b[0] = '\0';
+  kv_tag(b, n, "fa2:%s:d%lld:%s:%s", v, d, kv_case_str(c, "precision"), kv_case_int(c, "causal") ? "causal" : "full");
+  if (lq % bm) kv_tag(b, n, "fa2:%s:q-tail", v);
+  if (lk % bn) kv_tag(b, n, "fa2:%s:k-tail", v);
+  if (lk > bn) kv_tag(b, n, "fa2:%s:k-blocks", v);
+  if (lk != lq) kv_tag(b, n, "fa2:%s:cross", v);
+  kv_tag(b, n, "fa2:%s:dist=%s", v, kv_case_str(c, "dist"));
+}
+
+static const char *const path_precisions[] = {"fp16:fp32", "bf16:fp32", "fp16:fp16", "bf16:bf16", NULL};
+
+/* Every instantiation kv_fa2_unsupported allows, then each variant's branches. */
+static int fa2_path_tag(int i, char *b, size_t n) {
+  static const int dims[] = {32, 64, 96, 128, 256};
+  static const char *const what[] = {"q-tail", "k-tail", "k-blocks", "cross"};
+  for (int v = 0; fa2_variants[v]; v++) {
+    for (int k = 0; k < 5; k++)
+      for (int p = 0; path_precisions[p]; p++) {
+        kv_precision prec;
+        if (kv_precision_parse(path_precisions[p], &prec) != 0 ||
+            kv_fa2_unsupported(kv_fa2_variant_of(fa2_variants[v]), dims[k], prec))
+          continue;
+        for (int causal = 0; causal < 2; causal++)
+          if (kv_tag_at(&i, b, n, "fa2:%s:d%d:%s:%s", fa2_variants[v], dims[k], path_precisions[p], causal ? "causal" : "full"))
+            return 1;
+      }
+    for (int w = 0; w < 4; w++)
+      if (kv_tag_at(&i, b, n, "fa2:%s:%s", fa2_variants[v], what[w])) return 1;
+    for (int d = 0; fa2_dists[d]; d++)
+      if (kv_tag_at(&i, b, n, "fa2:%s:dist=%s", fa2_variants[v], fa2_dists[d])) return 1;
+  }
+  return 0;
+}
+
 const kv_family kv_family_fa2 = {
     .name = "fa2",
     .summary = "FlashAttention-2 forward (blocked online softmax on tensor cores), output and row LSE",
@@ -146,4 +190,6 @@ const kv_family kv_family_fa2 = {
     .reference = kv_fa2_cpu_reference,
     .reference_dd = kv_fa2_cpu_reference_dd,
     .cuda = KV_CUDA_FAMILY(kv_cuda_fa2),
+    .path = fa2_path,
+    .path_tag = fa2_path_tag,
 };

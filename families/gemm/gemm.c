@@ -153,6 +153,62 @@ static const kv_coord_desc gemm_coords[] = {
     {"K", "shape", "reduction length K (columns of op(A), rows of op(B))", shape_k},
     {NULL, NULL, NULL, NULL}};
 
+/* The kernel path from the rules the dispatcher calls (gemm_limits.h): the instantiation, the
+ * wgmma grid (its small tile below one wave of SMs) and epilogue (TMA store or direct), the mma
+ * load path, partial tiles in M, N and K of the tile the kernel runs, alpha != 1, beta != 0,
+ * the input distribution. */
+static void gemm_path(const kv_case *c, char *b, size_t n) {
+  const char *v = kv_case_str(c, "variant"), *layout = kv_case_str(c, "layout");
+  const int var = kv_gemm_variant_of(v), a_t = layout[0] == 't', b_t = layout[1] == 't';
+  long long m = 0, nn = 0, k = 0;
+  kv_gemm_parse_shape(kv_case_str(c, "shape"), &m, &nn, &k);
+  b[0] = '\0';
+  kv_tag(b, n, "gemm:%s:%s:%s", v, kv_case_str(c, "precision"), layout);
+  long long bm = 0, bn = 0, bk = 0;
+  if (var == KV_GEMM_WGMMA) {
+    const int small = kv_gemm_wgmma_small(m, nn, c->prec.accum, KV_GEMM_PATH_SMS);
+    kv_tag(b, n, "gemm:%s:%s", v, small ? "small-grid" : "full-grid");
+    kv_tag(b, n, "gemm:%s:%s", v, kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
+    bm = small ? KV_GEMM_WGMMA_SMALL_BM : KV_GEMM_WGMMA_BM, bn = KV_GEMM_WGMMA_BN, bk = KV_GEMM_WGMMA_BK;
+  } else if (var == KV_GEMM_MMA) {
+    kv_tag(b, n, "gemm:%s:%s", v, kv_gemm_mma_vector_loads(m, nn, k, a_t, b_t) ? "vector-loads" : "scalar-loads");
+    bm = KV_GEMM_MMA_BM, bn = KV_GEMM_MMA_BN, bk = KV_GEMM_MMA_BK;
+  }
+  if (bm && m % bm) kv_tag(b, n, "gemm:%s:m-tail", v);
+  if (bn && nn % bn) kv_tag(b, n, "gemm:%s:n-tail", v);
+  if (bk && k % bk) kv_tag(b, n, "gemm:%s:k-tail", v);
+  if (kv_case_real(c, "alpha") != 1.0) kv_tag(b, n, "gemm:%s:alpha", v);
+  if (kv_case_real(c, "beta") != 0.0) kv_tag(b, n, "gemm:%s:beta", v);
+  kv_tag(b, n, "gemm:%s:dist=%s", v, kv_case_str(c, "dist"));
+}
+
+static const char *const path_precisions[] = {"fp16:fp32", "bf16:fp32", "fp16:fp16", "bf16:bf16", NULL};
+
+/* Every instantiation kv_gemm_unsupported allows, then each variant's branches. */
+static int gemm_path_tag(int i, char *b, size_t n) {
+  static const char *const wgmma[] = {"small-grid", "full-grid", "tma-store", "direct-store", "m-tail", "n-tail", "k-tail", NULL};
+  static const char *const mma[] = {"vector-loads", "scalar-loads", "m-tail", "n-tail", "k-tail", NULL};
+  static const char *const none[] = {NULL};
+  for (int v = 0; gemm_variants[v]; v++) {
+    const int var = kv_gemm_variant_of(gemm_variants[v]);
+    for (int p = 0; path_precisions[p]; p++)
+      for (int l = 0; gemm_layouts[l]; l++) {
+        kv_precision prec;
+        if (kv_precision_parse(path_precisions[p], &prec) != 0 ||
+            kv_gemm_unsupported(var, 256, 256, 256, gemm_layouts[l][0] == 't', gemm_layouts[l][1] == 't', prec))
+          continue;
+        if (kv_tag_at(&i, b, n, "gemm:%s:%s:%s", gemm_variants[v], path_precisions[p], gemm_layouts[l])) return 1;
+      }
+    const char *const *what = var == KV_GEMM_WGMMA ? wgmma : var == KV_GEMM_MMA ? mma : none;
+    for (int w = 0; what[w]; w++)
+      if (kv_tag_at(&i, b, n, "gemm:%s:%s", gemm_variants[v], what[w])) return 1;
+    if (kv_tag_at(&i, b, n, "gemm:%s:alpha", gemm_variants[v]) || kv_tag_at(&i, b, n, "gemm:%s:beta", gemm_variants[v])) return 1;
+    for (int d = 0; gemm_dists[d]; d++)
+      if (kv_tag_at(&i, b, n, "gemm:%s:dist=%s", gemm_variants[v], gemm_dists[d])) return 1;
+  }
+  return 0;
+}
+
 const kv_family kv_family_gemm = {
     .name = "gemm",
     .summary = "GEMM D = alpha op(A) op(B) + beta C on tensor cores (wgmma, mma.sync) and cuBLAS",
@@ -166,4 +222,6 @@ const kv_family kv_family_gemm = {
     .reference_dd = kv_gemm_cpu_reference_dd,
     .cuda = KV_CUDA_FAMILY(kv_cuda_gemm),
     .coords = gemm_coords,
+    .path = gemm_path,
+    .path_tag = gemm_path_tag,
 };

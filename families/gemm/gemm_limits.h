@@ -11,6 +11,32 @@
 /* The family's kernels by deck name: kval's wgmma (Hopper) and mma.sync GEMMs, and cuBLASLt. */
 enum kv_gemm_variant { KV_GEMM_WGMMA = 0, KV_GEMM_MMA = 1, KV_GEMM_CUBLAS = 2 };
 
+/* Tiles (rows x columns x k-step) of the kernels, checked against the traits
+ * (gemm_traits.h static_asserts): kval-wgmma's two consumer warpgroups, its one-consumer
+ * small-grid tile, kval-mma's. */
+#define KV_GEMM_WGMMA_BM 128
+#define KV_GEMM_WGMMA_SMALL_BM 64
+#define KV_GEMM_WGMMA_BN 256
+#define KV_GEMM_WGMMA_BK 64
+#define KV_GEMM_MMA_BM 128
+#define KV_GEMM_MMA_BN 128
+#define KV_GEMM_MMA_BK 32
+/* The SM count that --dry-run and the recorded path assume for kval-wgmma's grid choice (the
+ * H200's); on the GPU the dispatcher asks the device. */
+#define KV_GEMM_PATH_SMS 132
+
+/* kval-wgmma takes its small-grid tile: fp32 accumulation and fewer large tiles than SMs. */
+static inline int kv_gemm_wgmma_small(long long m, long long n, kv_dtype accum, int sms) {
+  const long long tiles = ((m + KV_GEMM_WGMMA_BM - 1) / KV_GEMM_WGMMA_BM) * ((n + KV_GEMM_WGMMA_BN - 1) / KV_GEMM_WGMMA_BN);
+  return accum == KV_FP32 && tiles < sms;
+}
+/* kval-wgmma stores D through TMA: rows of D a multiple of 16 bytes (and D 16-byte aligned). */
+static inline int kv_gemm_wgmma_tma_store(long long n) { return n % 8 == 0; }
+/* kval-mma loads 16-byte vectors: both stored row lengths multiples of 8 (and aligned bases). */
+static inline int kv_gemm_mma_vector_loads(long long m, long long n, long long k, int a_t, int b_t) {
+  return (a_t ? m : k) % 8 == 0 && (b_t ? k : n) % 8 == 0;
+}
+
 /* The variant of a deck name, -1 for an unknown one. */
 static inline int kv_gemm_variant_of(const char *name) {
   if (name && strcmp(name, "kval-wgmma") == 0) return KV_GEMM_WGMMA;

@@ -219,8 +219,7 @@ static kv_status kv_mma_resources_of(const kv_gemm_problem *, kv_kernel_resource
 template <class T, kv_dtype ACC, int AT, int BT> static kv_status kv_mma_prepare_layout(kv_gemm_problem *pr) {
   typedef kv_mma_traits Tr;
   const kv_gemm_args &g = pr->g;
-  const int lda = g.a_t ? g.m : g.k, ldb = g.b_t ? g.k : g.n;
-  pr->vec = lda % 8 == 0 && ldb % 8 == 0 && reinterpret_cast<uintptr_t>(g.a) % 16 == 0 &&
+  pr->vec = kv_gemm_mma_vector_loads(g.m, g.n, g.k, g.a_t, g.b_t) && reinterpret_cast<uintptr_t>(g.a) % 16 == 0 &&
             reinterpret_cast<uintptr_t>(g.b) % 16 == 0;
   const long long tiles = (long long)((g.m + Tr::BM - 1) / Tr::BM) * ((g.n + Tr::BN - 1) / Tr::BN);
   if (tiles > 0x7fffffffLL) {

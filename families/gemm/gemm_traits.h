@@ -7,6 +7,8 @@
 #ifndef KVAL_GEMM_TRAITS_H
 #define KVAL_GEMM_TRAITS_H
 
+#include "families/gemm/gemm_limits.h"
+
 /* kval-wgmma: Hopper wgmma fed by TMA through an mbarrier ring, one producer warpgroup and
  * CONSUMERS consumer warpgroups, persistent CTAs (one per SM; PERSISTENT 0: one CTA per
  * tile) walking the tiles in groups of GROUP_M tile-rows. Each consumer owns
@@ -39,6 +41,9 @@ template <int CONSUMERS_, int STAGES_, int GROUP_M_, int PERSISTENT_, int EPI_TM
 };
 typedef kv_wgmma_config<2, 3, 16, 1, 1> kv_wgmma_traits;
 typedef kv_wgmma_config<1, 4, 16, 1, 1> kv_wgmma_small_traits;
+static_assert(kv_wgmma_traits::BM == KV_GEMM_WGMMA_BM && kv_wgmma_small_traits::BM == KV_GEMM_WGMMA_SMALL_BM &&
+                  kv_wgmma_traits::BN == KV_GEMM_WGMMA_BN && kv_wgmma_traits::BK == KV_GEMM_WGMMA_BK,
+              "gemm_limits.h names kval-wgmma's tiles");
 
 /* kval-mma: mma.sync m16n8k16 with ldmatrix from padded shared memory filled by a
  * STAGES-deep cp.async ring; WARPS_M x WARPS_N warps, each a (BM/WARPS_M) x (BN/WARPS_N)
@@ -53,6 +58,7 @@ struct kv_mma_traits {
   static constexpr int PAD = 8;                   /* elements added to each smem row */
   static_assert(NI % 2 == 0, "B fragments are loaded two n8 tiles at a time");
   static_assert(BK % 16 == 0, "k-steps of 16");
+  static_assert(BM == KV_GEMM_MMA_BM && BN == KV_GEMM_MMA_BN && BK == KV_GEMM_MMA_BK, "gemm_limits.h names these tiles");
 };
 
 #endif

@@ -331,7 +331,7 @@ template <class Tr, class T, kv_dtype ACC, int AT, int BT> static kv_status kv_w
     KV_TRY(kv_wgmma_map<T>(&pr->map_b, g.b, g.k, g.n, Tr::BK, Tr::BN));
   else
     KV_TRY(kv_wgmma_map<T>(&pr->map_b, g.b, g.n, g.k, Tr::SWIZZLE_ELEMS, Tr::BK));
-  pr->tma_store = Tr::EPI_TMA && g.n % 8 == 0 && reinterpret_cast<uintptr_t>(g.d) % 16 == 0;
+  pr->tma_store = Tr::EPI_TMA && kv_gemm_wgmma_tma_store(g.n) && reinterpret_cast<uintptr_t>(g.d) % 16 == 0;
   if (pr->tma_store)
     KV_TRY(kv_wgmma_map<T>(&pr->map_d, g.d, g.n, g.m, Tr::SWIZZLE_ELEMS, 64));
   else
@@ -365,9 +365,8 @@ template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_prepare_as(
 template <kv_dtype STORE, kv_dtype ACC> kv_status kv_gemm_wgmma_prepare(kv_gemm_problem *pr) {
   typedef kv_gemm::storage_t<STORE> T;
   typedef kv_wgmma_traits Tr;
-  const long long tiles = (long long)((pr->g.m + Tr::BM - 1) / Tr::BM) * ((pr->g.n + Tr::BN - 1) / Tr::BN);
   if constexpr (ACC == KV_FP32)
-    if (tiles < pr->sms) return kv_wgmma_prepare_as<kv_wgmma_small_traits, T, ACC>(pr);
+    if (kv_gemm_wgmma_small(pr->g.m, pr->g.n, ACC, pr->sms)) return kv_wgmma_prepare_as<kv_wgmma_small_traits, T, ACC>(pr);
   return kv_wgmma_prepare_as<Tr, T, ACC>(pr);
 }
 

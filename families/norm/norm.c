@@ -5,12 +5,15 @@
  * Inputs: x [rows, hidden] normal (scale 1), uniform on [-1,1), or offset (100 + normal:
  * |mean| >> std); weight [hidden] = 1 + 0.1 normal; bias [hidden] (layernorm) = 0.1 normal. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "family_cuda.h"
 #include "families/kit.h"
 #include "families/norm/norm.h"
+#include "families/norm/norm_limits.h"
+#include "input/plan.h"
 
 static const char *const norm_dists[] = {"normal", "uniform", "offset", NULL};
 
@@ -87,6 +90,75 @@ static int norm_emulation_exact(const kv_case *c) { return c->prec.accum != KV_F
 /* fp32 statistics and an fp32 affine step: the output's one rounding must be to nearest. */
 static int norm_unbiased(const kv_case *c) { return c->prec.accum == KV_FP32; }
 
+/* A kernel path's name: the register-resident configuration kv_norm_choice names (fast or
+ * peeled, TPR threads x NV vectors per row), else the general (fp32 accumulation) or serial
+ * (reduced accumulators) path. */
+static void kind_name(int config, kv_dtype accum, char *b, size_t n) {
+  const kv_norm_config k = kv_norm_config_of(config);
+  if (config >= 0) snprintf(b, n, "%s-%dx%d", k.kind == KV_NORM_PEELED ? "peeled" : "fast", k.tpr, k.nv);
+  else snprintf(b, n, "%s", accum == KV_FP32 ? "general" : "serial");
+}
+
+/* Rows per block of a path: resident rows of fewer than 128 threads share a 128-thread block;
+ * the serial path runs KV_NORM_SERIAL_BLOCK rows (a thread each) per block. */
+static long long rows_per_block(int config, kv_dtype accum) {
+  if (config < 0) return accum == KV_FP32 ? 1 : KV_NORM_SERIAL_BLOCK;
+  const int tpr = kv_norm_config_of(config).tpr;
+  return tpr < 128 ? 128 / tpr : 1;
+}
+
+/* The kernel path the dispatcher takes for 16-byte aligned tensors (cudaMalloc's): its
+ * configuration, a partial last block of rows, the input distribution, an eps that matters
+ * at the storage precision (> 1e-3). */
+static void norm_path(const kv_case *c, char *b, size_t n) {
+  const char *f = c->fp->family->name;
+  const int ln = strcmp(f, "layernorm") == 0;
+  const int config = kv_norm_choice(ln, c->prec.storage, c->prec.accum, kv_case_int(c, "hidden"));
+  char kind[32];
+  kind_name(config, c->prec.accum, kind, sizeof kind);
+  b[0] = '\0';
+  kv_tag(b, n, "%s:%s:%s", f, kv_case_str(c, "precision"), kind);
+  if (kv_case_int(c, "rows") % rows_per_block(config, c->prec.accum)) kv_tag(b, n, "%s:rows-tail", f);
+  kv_tag(b, n, "%s:dist=%s", f, kv_case_str(c, "dist"));
+  if (kv_case_real(c, "eps") > 1e-3) kv_tag(b, n, "%s:large-eps", f);
+}
+
+/* Every path kv_norm_choice can take for hidden sizes 1..65536 (the axis range), per
+ * precision, then the branches. */
+static int norm_path_tag(int ln, int i, char *b, size_t n) {
+  static const char *const precs[] = {"fp16:fp32", "bf16:fp32", "fp32:fp32", "fp16:fp16", "bf16:bf16", NULL};
+  static unsigned long long reach[2][5]; /* bit c: configuration c, bit 63: -1 */
+  static int done[2];
+  const char *f = ln ? "layernorm" : "rmsnorm";
+  if (!done[ln]) {
+    for (int p = 0; precs[p]; p++) {
+      kv_precision prec;
+      kv_precision_parse(precs[p], &prec);
+      for (long long h = 1; h <= 65536; h++) {
+        const int c = kv_norm_choice(ln, prec.storage, prec.accum, h);
+        reach[ln][p] |= c >= 0 ? 1ULL << c : 1ULL << 63;
+      }
+    }
+    done[ln] = 1;
+  }
+  for (int p = 0; precs[p]; p++) {
+    kv_precision prec;
+    kv_precision_parse(precs[p], &prec);
+    for (int c = -1; c < KV_NORM_N_CONFIGS; c++) {
+      if (!(reach[ln][p] & (c >= 0 ? 1ULL << c : 1ULL << 63))) continue;
+      char kind[32];
+      kind_name(c, prec.accum, kind, sizeof kind);
+      if (kv_tag_at(&i, b, n, "%s:%s:%s", f, precs[p], kind)) return 1;
+    }
+  }
+  if (kv_tag_at(&i, b, n, "%s:rows-tail", f)) return 1;
+  for (int d = 0; norm_dists[d]; d++)
+    if (kv_tag_at(&i, b, n, "%s:dist=%s", f, norm_dists[d])) return 1;
+  return kv_tag_at(&i, b, n, "%s:large-eps", f);
+}
+static int layernorm_path_tag(int i, char *b, size_t n) { return norm_path_tag(1, i, b, n); }
+static int rmsnorm_path_tag(int i, char *b, size_t n) { return norm_path_tag(0, i, b, n); }
+
 const kv_family kv_family_layernorm = {
     .name = "layernorm",
     .summary = "LayerNorm forward y = (x - mean) / sqrt(var + eps) * weight + bias over each row",
@@ -100,6 +172,8 @@ const kv_family kv_family_layernorm = {
     .reference = kv_layernorm_cpu_reference,
     .reference_dd = kv_layernorm_cpu_reference_dd,
     .cuda = KV_CUDA_FAMILY(kv_cuda_layernorm),
+    .path = norm_path,
+    .path_tag = layernorm_path_tag,
 };
 
 const kv_family kv_family_rmsnorm = {
@@ -115,4 +189,6 @@ const kv_family kv_family_rmsnorm = {
     .reference = kv_rmsnorm_cpu_reference,
     .reference_dd = kv_rmsnorm_cpu_reference_dd,
     .cuda = KV_CUDA_FAMILY(kv_cuda_rmsnorm),
+    .path = norm_path,
+    .path_tag = rmsnorm_path_tag,
 };

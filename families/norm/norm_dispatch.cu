@@ -1,22 +1,11 @@
 /* norm_dispatch.cu - host side of the LayerNorm/RMSNorm kernels at the level of a problem
- * (norm_api.h): the table of fast-path shapes, the default choice of kernel variant for a row
- * length (fast, peeled, general or serial path), the kernel of a configuration, its launch
- * and resources. */
+ * (norm_api.h): the configuration of a problem (norm_limits.h's choice where the tensors are
+ * aligned), the kernel of a configuration, its launch and resources. */
 #include "families/norm/norm_api.h"
 
-int kv_norm_vec_elems(kv_dtype storage) { return storage == KV_FP32 ? 4 : 8; }
+int kv_norm_vec_elems(kv_dtype storage) { return kv_norm_vec_of(storage); }
 
-kv_norm_config kv_norm_config_at(int config) {
-  switch (config) {
-#define KV_X(idx, TPR, NV, KIND) \
-  case idx:                      \
-    return kv_norm_config{TPR, NV, KV_NORM_##KIND};
-    KV_NORM_CONFIGS(KV_X)
-#undef KV_X
-    default:
-      return kv_norm_config{0, 0, KV_NORM_FAST};
-  }
-}
+kv_norm_config kv_norm_config_at(int config) { return kv_norm_config_of(config); }
 
 static bool aligned16(const void *q) { return ((uintptr_t)q & 15u) == 0; }
 
@@ -27,51 +16,13 @@ static bool resident_ok(const kv_norm_problem *pr) {
   return pr->accum == KV_FP32 && p.hidden > 0 && aligned16(p.x) && aligned16(p.w) && aligned16(p.b) && aligned16(p.y);
 }
 
-/* 16-byte vectors a row may touch: hidden / N when the rows are whole vectors, else up to
- * (hidden + 2N - 2) / N for a row starting N - 1 elements past a boundary. */
-static long long vectors_needed(const kv_norm_problem *pr, kv_norm_kind kind) {
-  const int n = kv_norm_vec_elems(pr->storage);
-  return kind == KV_NORM_PEELED ? (pr->p.hidden + 2LL * n - 2) / n : pr->p.hidden / n;
-}
-
 bool kv_norm_config_fits(const kv_norm_problem *pr, int config) {
-  const kv_norm_config c = kv_norm_config_at(config);
-  if (c.tpr <= 0 || !resident_ok(pr)) return false;
-  if (c.kind != KV_NORM_PEELED && pr->p.hidden % kv_norm_vec_elems(pr->storage) != 0) return false;
-  return (long long)c.tpr * c.nv >= vectors_needed(pr, c.kind);
+  return resident_ok(pr) && kv_norm_holds(pr->storage, pr->p.hidden, config);
 }
 
-/* The measured choice (families/norm/bench/norm_bench.cu on an H200; docs/PERFORMANCE.md): one warp or
- * less per row up to 32 vectors; then two vectors per thread and as many threads per row as
- * that takes up to 512 vectors (8192 bytes; RMSNorm's single reduction runs best there with
- * four), four vectors per thread up to 2048, eight beyond. Fewer vectors per thread (more
- * threads, fewer registers) keeps more rows in flight; 1024-thread rows lost occupancy, so
- * the largest rows hold more vectors per thread. Rows that are not whole vectors: RMSNorm
- * takes the peeled kernel with the least capacity that holds them (2606-2844 GB/s against
- * the general path's 2415-2420 at 16384x4100), LayerNorm the general path (2152 against the
- * peeled kernel's 1951). */
+/* kv_norm_choice (norm_limits.h) for aligned tensors, else -1 (the general or serial path). */
 int kv_norm_default_config(const kv_norm_problem *pr) {
-  if (!resident_ok(pr)) return -1;
-  if (pr->p.hidden % kv_norm_vec_elems(pr->storage) != 0) {
-    if (pr->layernorm) return -1;
-    int best = -1;
-    for (int c = 0; c < KV_NORM_N_CONFIGS; c++) {
-      const kv_norm_config k = kv_norm_config_at(c);
-      if (k.kind == KV_NORM_PEELED && kv_norm_config_fits(pr, c) &&
-          (best < 0 || k.tpr * k.nv < kv_norm_config_at(best).tpr * kv_norm_config_at(best).nv))
-        best = c;
-    }
-    return best;
-  }
-  /* table entries for rows of up to 8, 16, 32, ..., 4096 vectors */
-  static const int layernorm[] = {0, 1, 2, 3, 16, 7, 10, 12, 14, 15};
-  static const int rmsnorm[] = {0, 1, 2, 3, 16, 7, 9, 12, 14, 15};
-  const int *by_size = pr->layernorm ? layernorm : rmsnorm;
-  const long long nvec = vectors_needed(pr, KV_NORM_FAST);
-  long long cap = 8;
-  for (int i = 0; i < 10; i++, cap *= 2)
-    if (nvec <= cap) return by_size[i];
-  return -1;
+  return resident_ok(pr) ? kv_norm_choice(pr->layernorm, pr->storage, pr->accum, pr->p.hidden) : -1;
 }
 
 kv_status kv_norm_prepare(kv_norm_problem *pr, int config, const char **why) {

@@ -16,6 +16,7 @@
 #include "core/cuda_check.cuh"
 extern "C" {
 #include "core/dtype.h"
+#include "families/norm/norm_limits.h"
 }
 
 /* Kernel arguments (passed by value). x [rows, hidden], w and b [hidden] (b NULL for
@@ -50,22 +51,8 @@ struct kv_norm_kernel {
  * resident blocks: LayerNorm tpr 256 nv 2 fell to 3387 GB/s), and a persistent kernel
  * (grid = resident blocks, w and b in registers, next row prefetched: slower at every shape).
  * The peeled kernel was measured with the streaming hints and keeps them. */
-enum kv_norm_kind { KV_NORM_FAST, KV_NORM_PEELED };
-struct kv_norm_config {
-  int tpr, nv;
-  kv_norm_kind kind;
-};
-#define KV_NORM_CONFIGS(X)                                                                                 \
-  X(0, 8, 1, FAST) X(1, 16, 1, FAST) X(2, 32, 1, FAST) X(3, 32, 2, FAST) X(4, 32, 4, FAST) X(5, 64, 4, FAST) \
-  X(6, 32, 8, FAST) X(7, 128, 2, FAST) X(8, 64, 8, FAST) X(9, 128, 4, FAST) X(10, 256, 2, FAST)            \
-  X(11, 128, 8, FAST) X(12, 256, 4, FAST) X(13, 256, 8, FAST) X(14, 512, 4, FAST) X(15, 512, 8, FAST)      \
-  X(16, 64, 2, FAST) X(17, 512, 2, FAST) X(18, 8, 1, PEELED) X(19, 16, 1, PEELED) X(20, 32, 1, PEELED)     \
-  X(21, 32, 2, PEELED) X(22, 64, 2, PEELED) X(23, 128, 2, PEELED) X(24, 128, 3, PEELED)                    \
-  X(25, 256, 2, PEELED) X(26, 256, 3, PEELED) X(27, 256, 4, PEELED) X(28, 512, 3, PEELED)                  \
-  X(29, 512, 4, PEELED) X(30, 512, 6, PEELED) X(31, 512, 8, PEELED) X(32, 512, 2, PEELED)
-#define KV_NORM_N_CONFIGS 33
-#define KV_NORM_GENERAL_BLOCK 128 /* threads per row of the general path */
-#define KV_NORM_SERIAL_BLOCK 128  /* rows (one thread each) per block of the serial path */
+/* The configurations (kv_norm_kind, kv_norm_config, KV_NORM_CONFIGS) and the choice among them:
+ * norm_limits.h, shared with the C descriptor. */
 
 /* Threads per block of a register-resident configuration: small rows share a 128-thread block. */
 __host__ __device__ constexpr int kv_norm_block(int tpr) { return tpr < 128 ? 128 : tpr; }

@@ -81,6 +81,10 @@ void kv_plan_case_at(const kv_family_plan *fp, size_t cell, uint64_t seed, kv_ca
 
 /* Print the plan (cases per rank, estimated cost, skipped combinations) for --dry-run. */
 void kv_plan_print(const kv_plan *p, int nranks, FILE *out);
+/* The kernel paths the plan's cases reach, per family of the plan, against every path its
+ * dispatcher can take (kv_family.path, path_tag); verbose: first each case with its path
+ * (plan_paths.c). */
+void kv_plan_print_paths(const kv_plan *p, int verbose, FILE *out);
 
 void kv_plan_free(kv_plan *p);
 

@@ -1,0 +1,46 @@
+#!/bin/sh
+# coverage_test.sh - the shipped decks reach every kernel path: `kval --dry-run` lists, per
+# family, every tag its dispatcher can take (kv_family.path_tag: each instantiation, tails,
+# grids, load/store paths, alpha/beta, input distributions) against the tags of the planned
+# cases (kv_family.path, from the rules the dispatchers call). fleet.deck and default.deck
+# must reach all of them on the cuda backend (planned by name: no GPU needed), and the cases'
+# tags must be exactly the declared ones (no tag a family forgot to declare); a deck without
+# [gemm.scale] must be reported as missing alpha and beta; smoke.deck must reach the cpu
+# emulation's branches on the cpu backend. Environment (set by `make check`): KVAL, top_srcdir.
+set -u
+: "${KVAL:?}" "${top_srcdir:?}"
+tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+rc=0
+fail() { echo "FAIL: $*"; rc=1; }
+for d in fleet default; do
+  "$KVAL" --backend cuda --dry-run --verbose "$top_srcdir/inputs/$d.deck" >"$tmp/$d.out" 2>"$tmp/$d.err" ||
+    { fail "$d.deck: --dry-run exit $?"; cat "$tmp/$d.err"; continue; }
+  line=$(grep '^kernel paths:' "$tmp/$d.out")
+  n=$(printf '%s\n' "$line" | sed -n 's/^kernel paths: every one of the \([0-9]*\) reached.*/\1/p')
+  if [ -z "$n" ] || [ "$n" -lt 200 ]; then
+    fail "$d.deck: not every kernel path reached: $line"; grep '^paths of' "$tmp/$d.out" | grep -v ': all '
+    continue
+  fi
+  used=$(sed -n 's/^path .* => //p' "$tmp/$d.out" | tr ' ' '\n' | sort -u | grep -c .)
+  [ "$used" -eq "$n" ] || fail "$d.deck: the cases take $used distinct tags, the families declare $n"
+  [ $rc -ne 0 ] || echo "ok $d.deck: all $n kernel paths reached ($(grep -c '^path ' "$tmp/$d.out") cases)"
+done
+# The check can fail: without [gemm.scale] nothing has alpha != 1 or beta != 0.
+sed '/^\[gemm.scale\]/,/^$/d' "$top_srcdir/inputs/fleet.deck" >"$tmp/noscale.deck"
+"$KVAL" --backend cuda --dry-run "$tmp/noscale.deck" >"$tmp/noscale.out" 2>&1
+for t in gemm:kval-wgmma:alpha gemm:kval-mma:beta gemm:cublas:alpha; do
+  grep '^paths of gemm:' "$tmp/noscale.out" | grep -q "not reached: .*$t" || fail "without [gemm.scale]: $t not reported missing"
+done
+grep -q '^kernel paths: .* not reached' "$tmp/noscale.out" || fail "without [gemm.scale]: no 'not reached' summary"
+# smoke.deck on the cpu backend: the branches of the emulations (the cpu backend's kernels).
+"$KVAL" --backend cpu --dry-run --verbose "$top_srcdir/inputs/smoke.deck" >"$tmp/smoke.out" 2>&1 || fail "smoke.deck: --dry-run"
+for t in fa2:kval-mma:q-tail fa2:kval-mma:k-tail fa2:kval-mma:k-blocks fa2:kval-wgmma:q-tail fa2:kval-wgmma:k-tail fa2:kval-wgmma:k-blocks \
+  fa2:kval-mma:d64:fp16:fp32:causal fa2:kval-mma:d64:bf16:bf16:full \
+  gemm:kval-mma:m-tail gemm:kval-mma:n-tail gemm:kval-mma:k-tail gemm:kval-mma:alpha gemm:kval-mma:beta gemm:kval-mma:fp16:fp32:nt gemm:kval-mma:fp16:fp32:tn \
+  gemm:kval-wgmma:alpha gemm:kval-wgmma:beta \
+  layernorm:fp16:fp32:general layernorm:fp16:fp16:serial layernorm:rows-tail \
+  rmsnorm:fp16:fp32:peeled-8x1 rmsnorm:bf16:bf16:serial rmsnorm:rows-tail; do
+  sed -n 's/^path .* => //p' "$tmp/smoke.out" | tr ' ' '\n' | grep -qx "$t" || fail "smoke.deck (cpu): no case takes $t"
+done
+[ $rc -eq 0 ] && echo "ok coverage: fleet.deck and default.deck reach every kernel path; smoke.deck the emulations' branches"
+exit $rc
