@@ -379,6 +379,39 @@ static uint64_t skipped_checksum(const char *message) {
   return kv_row_checksum(row);
 }
 
+/* path [axes...]: the kernel path tags of every cell (kv_family.path, as --dry-run prints
+ * them; "" for a cell the plan skips), variable-length UTF-8, the axis scales attached. */
+static kv_status path_dataset(kv_output *o, const kv_family_plan *fp, hid_t g, const hid_t *sc) {
+  if (!fp->family->path) return KV_OK;
+  const size_t n = fp->n_cells;
+  char **ptr = KV_CALLOC(n ? n : 1, sizeof *ptr), buf[1024];
+  hid_t sp = H5I_INVALID_HID, ds = H5I_INVALID_HID;
+  kv_status st = ptr ? KV_OK : KV_ERR;
+  for (size_t c = 0; st == KV_OK && c < n; c++) {
+    buf[0] = '\0';
+    if (!fp->skip_reason || !fp->skip_reason[c]) {
+      kv_case kc;
+      kv_plan_case_at(fp, c, o->plan->run.seed, &kc);
+      fp->family->path(&kc, buf, sizeof buf);
+    }
+    size_t len = strlen(buf) + 1;
+    if (!(ptr[c] = KV_MALLOC(len))) st = KV_ERR;
+    else memcpy(ptr[c], buf, len);
+  }
+  hsize_t dims[KV_MAX_AXES];
+  for (int a = 0; a < fp->n_axes; a++) dims[a] = (hsize_t)fp->axis[a].n;
+  if (st == KV_OK) st = CHECK_H5(sp = H5Screate_simple(fp->n_axes, dims, NULL));
+  if (st == KV_OK) st = CHECK_H5(ds = H5Dcreate2(g, "path", o->t_vstr, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  if (st == KV_OK && n > 0) st = CHECK_H5(H5Dwrite(ds, o->t_vstr, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptr));
+  if (st == KV_OK) st = cf_names(o, ds, NULL, "kernel path tags of the cell (kval --dry-run --verbose; \"\": skipped)");
+  for (int a = 0; st == KV_OK && a < fp->n_axes; a++) st = CHECK_H5(H5DSattach_scale(ds, sc[1 + a], (unsigned)a));
+  kv_h5_close_id(&ds);
+  kv_h5_close_id(&sp);
+  for (size_t c = 0; ptr && c < n; c++) free(ptr[c]);
+  free(ptr);
+  return st;
+}
+
 /* Status skipped, the reason in message and the row's checksum, on every rank's row. */
 static kv_status mark_skipped(kv_output *o, const kv_out_family *of, hid_t g) {
   size_t n = of->fp->n_cells;
@@ -457,6 +490,7 @@ static kv_status describe_family(kv_output *o, const kv_out_family *of, hid_t fi
 #undef KV_DESC
   if (st == KV_OK) st = status_flags(o, g);
   if (st == KV_OK && fp->n_skipped > 0) st = mark_skipped(o, of, g);
+  if (st == KV_OK) st = path_dataset(o, fp, g, sc);
   for (int i = 0; i < na + 2; i++) kv_h5_close_id(&sc[i]);
   kv_h5_close_id(&g);
   return st;

@@ -49,7 +49,7 @@ RANK_FIELDS = {"host": "s", "local_rank": "i", "local_size": "i", "device_index"
                "uuid": "s", "serial": "s", "pci_bus_id": "s", "sm_count": "i", "cc_major": "i", "cc_minor": "i",
                "memory_bytes": "f", "driver_version": "i", "runtime_version": "i", "copy_gbps": "f",
                "matrix_tflops": "f", "fp64_tflops": "f", "nvml": "s"}
-SPECIAL = {"status", "fingerprint", "checksum", "message", "hist", "fp_distinct", "fp_majority", "fp_agrees", "rank",
+SPECIAL = {"status", "fingerprint", "checksum", "message", "hist", "fp_distinct", "fp_majority", "fp_agrees", "path", "rank",
            "hist_bin"}
 
 
@@ -219,6 +219,17 @@ class Checker:
                 self.expect(d.ndim == 1 and d.dtype == np.int64 and len(d.dims[0].values()) == 1 and
                             posixpath.basename(d.dims[0].values()[0].name) in axes, where + "/" + c,
                             "not a 1-D int64 dataset along an axis")
+        shipped = name.split(".")[0] in ("fa2", "gemm", "layernorm", "rmsnorm")  # families with kernel paths
+        self.expect("path" in g or not shipped, where, "dataset path missing")
+        if "path" in g:
+            d = g["path"]
+            strdt = h5py.check_string_dtype(d.dtype)
+            self.expect(d.shape == shape and strdt is not None and strdt.length is None, where + "/path",
+                        "shape %s dtype %s, expected %s variable-length strings" % (d.shape, d.dtype, shape))
+            self.attached(d, axis_scales, where + "/path")
+            filled = int(sum(1 for v in d[()].ravel() if v))
+            self.expect(filled == int(g.attrs["n_valid"]), where + "/path",
+                        "%d cells with a path, n_valid is %s" % (filled, g.attrs["n_valid"]))
         extra = set(g) - set(spec) - SPECIAL - set(axes) - set(coords)
         self.expect(not extra, where, "unexpected objects %s" % sorted(extra))
         if len(self.problems) == start:
