@@ -2,7 +2,7 @@
  * algorithm of the CUDA kernel with its precision model, deterministic and bit-exact to this
  * model. For each (batch, head) and query row i, key blocks of KV_FA2_BLOCK_N(d) keys
  * (KV_FA2_WGMMA_BLOCK_N(d) for the kval-wgmma variant)
- * (fa2_blocks.h) are visited in ascending order, blocks wholly beyond the causal limit
+ * (fa2_limits.h) are visited in ascending order, blocks wholly beyond the causal limit
  * skipped (the kernel's per-query-block skipping gives the same bits: a fully masked block
  * leaves max, sum and accumulators unchanged). Per block, all in fp32 unless stated:
  *  1. S_j = q . k_j: exact products, fp32 adds over the head dimension in order, rounded

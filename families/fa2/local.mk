@@ -20,4 +20,4 @@ endif
 check_PROGRAMS += families/fa2/test_fa2
 families_fa2_test_fa2_SOURCES = families/fa2/test_fa2.c $(FAMILY_TEST_KIT)
 TESTS += families/fa2/test_fa2
-EXTRA_DIST += families/fa2/test.deck families/fa2/sanitize.deck families/fa2/bench/peers.py
+EXTRA_DIST += families/fa2/README.md families/fa2/test.deck families/fa2/sanitize.deck families/fa2/bench/peers.py

@@ -1,4 +1,4 @@
-/* test_family_fa2.c - the fa2 family's CPU emulation (blocked online softmax) and fp64
+/* test_fa2.c - the fa2 family's CPU emulation (blocked online softmax) and fp64
  * reference: one-hot attention (one key with a huge logit, in the first or in a partial last
  * key block) returns that value row bit for bit; a hand-computed two-key row; causal masks
  * with uniform scores (bottom-right alignment, cross lengths); fully masked rows (output 0,

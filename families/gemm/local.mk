@@ -20,4 +20,4 @@ endif
 check_PROGRAMS += families/gemm/test_gemm
 families_gemm_test_gemm_SOURCES = families/gemm/test_gemm.c $(FAMILY_TEST_KIT)
 TESTS += families/gemm/test_gemm
-EXTRA_DIST += families/gemm/test.deck families/gemm/sanitize.deck
+EXTRA_DIST += families/gemm/README.md families/gemm/test.deck families/gemm/sanitize.deck

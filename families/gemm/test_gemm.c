@@ -1,4 +1,4 @@
-/* test_family_gemm.c - the gemm family's CPU emulation and fp64 reference: closed forms
+/* test_gemm.c - the gemm family's CPU emulation and fp64 reference: closed forms
  * (identity and permutation matrices in every layout, alpha/beta with exact values, the
  * k-step rounding of fp16/bf16 accumulators on hand-computed sums), emulation against the
  * reference under the default tolerance for every precision, layout and distribution, and

@@ -1,4 +1,4 @@
-/* norm_ref.c - fp64 CPU references of layernorm and rmsnorm on the rounded inputs (two
+/* norm_cpu_ref.c - fp64 CPU references of layernorm and rmsnorm on the rounded inputs (two
  * passes over each listed row), and their double-double twins for the tests.
  *   layernorm: mean = sum x / n, var = sum (x - mean)^2 / n, rstd = 1 / sqrt(var + eps),
  *              xhat = (x - mean) rstd, y = xhat w + b;

@@ -30,7 +30,7 @@
  * sums in warp order; correctly rounded divide and sqrt.
  *
  * Serial path (fp16/bf16 accumulation, the precision study): one thread per row performs
- * exactly the operation sequence of the cpu backend's model (families/norm/norm.c): sums in
+ * exactly the operation sequence of the cpu backend's model (families/norm/norm_emulate.c): sums in
  * element order rounded to the accumulator after every add, mean and variance rounded to
  * it, d_j = acc(x_j - mean), no fused multiply-add, correctly rounded divide and sqrt; so
  * its output is bit-identical to the CPU emulation. It is slow (one thread walks its row three

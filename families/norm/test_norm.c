@@ -1,4 +1,4 @@
-/* test_family_norm.c - the layernorm and rmsnorm families' CPU emulation and fp64
+/* test_norm.c - the layernorm and rmsnorm families' CPU emulation and fp64
  * reference: constant rows (layernorm gives the bias exactly, rmsnorm a known value), a
  * hand-computed row, fp16/bf16 accumulators rounded after every add (by hand), emulation against the reference under the default tolerance for every
  * precision and distribution, the documented fp16-accumulator overflow on offset rows, and

@@ -13,8 +13,8 @@
 #       [--results FILE] [--compile-only] [--configure-args 'ARGS'] [--kval-args 'ARGS'] [--keep]
 #
 # --kind cpu (default): the cpu backend, inputs/smoke.deck, configured --with-cuda=no.
-# --kind gpu: the cuda backend, inputs/health.deck (every kernel path with tails, seconds per
-#   run), KVAL_SKIP_CEILINGS=1 and --set run.watchdog=10 (a hung mutant is named in 10 s).
+# --kind gpu: the cuda backend, inputs/fleet.deck (its path sections reach every kernel path;
+#   about half a minute per run), KVAL_SKIP_CEILINGS=1 and --set run.watchdog=10 (a hung mutant is named in 10 s).
 # --jobs N: N scratch copies build mutants in parallel (make -j --make-jobs each, default
 #   cores / N); kval runs one at a time (one GPU). A run stops (SIGTERM, kval stops cleanly) at
 #   its first failing case or after --timeout seconds (default 60 cpu, 120 cuda).
@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$kind" in cpu|cpu-gap) : "${backend:=cpu}" "${deck:=inputs/smoke.deck}" ;;
-  gpu|all) : "${backend:=cuda}" "${deck:=inputs/health.deck}" ;;
+  gpu|all) : "${backend:=cuda}" "${deck:=inputs/fleet.deck}" ;;
   *) die "--kind must be cpu, gpu, cpu-gap or all, got '$kind'" ;; esac
 case "$backend" in cpu) : "${timeout:=60}" ;; cuda) : "${timeout:=120}" ;;
   *) die "--backend must be cpu or cuda, got '$backend'" ;; esac

@@ -1,6 +1,6 @@
 #!/bin/sh
 # sanitizer.sh - compute-sanitizer's memcheck, racecheck, initcheck and synccheck over the
-# GPU test binaries: tests/gpu/test_cuda_families small (a few cases of every family and
+# GPU test binaries: tests/gpu/test_families_gpu small (a few cases of every family and
 # kernel variant with a CUDA implementation, through the cuda backend) and
 # tests/gpu/test_errstats_gpu small (the device error statistics). Any reported error fails
 # the test. The start-up ceilings (cuBLAS and 2 GiB copies, slow under instrumentation) are

@@ -4,7 +4,7 @@
  * bench    LayerNorm and RMSNorm through the families' own dispatch (backend "kval": the
  *          configuration kv_norm_default_config chooses, printed beside it) at the shapes
  *          PyTorch's peers time (peers.py), fp16, bf16 and fp32 storage, fp32 accumulation
- * configs  at the same shapes every configuration of the KV_NORM_CONFIGS table (norm_traits.h)
+ * configs  at the same shapes every configuration of the KV_NORM_CONFIGS table (norm_limits.h)
  *          that holds the row, and the general path, each launched on the family's prepared
  *          problem (a launch override), named fast.tpr<T>.nv<V>, peeled.tpr<T>.nv<V>, general
  * all      both (the default). Exit 0 when every case passed, 1 otherwise, 77 without a GPU. */
