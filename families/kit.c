@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const kv_precision_pairs[] = {"fp16:fp32", "bf16:fp32", "fp32:fp32", "fp16:fp16", "bf16:bf16", NULL};
+
 void kv_tag(char *buf, size_t n, const char *fmt, ...) {
   size_t used = strlen(buf);
   if (used + 1 >= n) return;

@@ -29,6 +29,10 @@ kv_status kv_generate_host(const kv_tensor_spec *t, uint64_t key, void *buf);
 void kv_to_float(const void *buf, kv_dtype t, size_t off, size_t n, float *dst);
 void kv_to_double(const void *buf, kv_dtype t, size_t off, size_t n, double *dst);
 
+/* Every storage:accumulator pair kval names, NULL-terminated; a family's support rule says
+ * which of them it runs (the path_tag enumerations walk this list). */
+extern const char *const kv_precision_pairs[];
+
 /* Append tag (printf format) to the space-separated list in buf (truncated at n). */
 void kv_tag(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Enumeration helper of path_tag: when *i is 0, write the tag into buf and return 1, else

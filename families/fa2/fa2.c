@@ -152,7 +152,6 @@ static void fa2_path(const kv_case *c, char *b, size_t n) {
   kv_tag(b, n, "fa2:%s:dist=%s", v, kv_case_str(c, "dist"));
 }
 
-static const char *const path_precisions[] = {"fp16:fp32", "bf16:fp32", "fp16:fp16", "bf16:bf16", NULL};
 
 /* Every instantiation kv_fa2_unsupported allows, then each variant's branches. */
 static int fa2_path_tag(int i, char *b, size_t n) {
@@ -160,13 +159,13 @@ static int fa2_path_tag(int i, char *b, size_t n) {
   static const char *const what[] = {"q-tail", "k-tail", "k-blocks", "cross"};
   for (int v = 0; fa2_variants[v]; v++) {
     for (int k = 0; k < 5; k++)
-      for (int p = 0; path_precisions[p]; p++) {
+      for (int p = 0; kv_precision_pairs[p]; p++) {
         kv_precision prec;
-        if (kv_precision_parse(path_precisions[p], &prec) != 0 ||
+        if (kv_precision_parse(kv_precision_pairs[p], &prec) != 0 ||
             kv_fa2_unsupported(kv_fa2_variant_of(fa2_variants[v]), dims[k], prec))
           continue;
         for (int causal = 0; causal < 2; causal++)
-          if (kv_tag_at(&i, b, n, "fa2:%s:d%d:%s:%s", fa2_variants[v], dims[k], path_precisions[p], causal ? "causal" : "full"))
+          if (kv_tag_at(&i, b, n, "fa2:%s:d%d:%s:%s", fa2_variants[v], dims[k], kv_precision_pairs[p], causal ? "causal" : "full"))
             return 1;
       }
     for (int w = 0; w < 4; w++)

@@ -182,7 +182,6 @@ static void gemm_path(const kv_case *c, char *b, size_t n) {
   kv_tag(b, n, "gemm:%s:dist=%s", v, kv_case_str(c, "dist"));
 }
 
-static const char *const path_precisions[] = {"fp16:fp32", "bf16:fp32", "fp16:fp16", "bf16:bf16", NULL};
 
 /* Every instantiation kv_gemm_unsupported allows, then each variant's branches. */
 static int gemm_path_tag(int i, char *b, size_t n) {
@@ -191,13 +190,13 @@ static int gemm_path_tag(int i, char *b, size_t n) {
   static const char *const none[] = {NULL};
   for (int v = 0; gemm_variants[v]; v++) {
     const int var = kv_gemm_variant_of(gemm_variants[v]);
-    for (int p = 0; path_precisions[p]; p++)
+    for (int p = 0; kv_precision_pairs[p]; p++)
       for (int l = 0; gemm_layouts[l]; l++) {
         kv_precision prec;
-        if (kv_precision_parse(path_precisions[p], &prec) != 0 ||
+        if (kv_precision_parse(kv_precision_pairs[p], &prec) != 0 ||
             kv_gemm_unsupported(var, 256, 256, 256, gemm_layouts[l][0] == 't', gemm_layouts[l][1] == 't', prec))
           continue;
-        if (kv_tag_at(&i, b, n, "gemm:%s:%s:%s", gemm_variants[v], path_precisions[p], gemm_layouts[l])) return 1;
+        if (kv_tag_at(&i, b, n, "gemm:%s:%s:%s", gemm_variants[v], kv_precision_pairs[p], gemm_layouts[l])) return 1;
       }
     const char *const *what = var == KV_GEMM_WGMMA ? wgmma : var == KV_GEMM_MMA ? mma : none;
     for (int w = 0; what[w]; w++)

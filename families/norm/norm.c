@@ -126,14 +126,13 @@ static void norm_path(const kv_case *c, char *b, size_t n) {
 /* Every path kv_norm_choice can take for hidden sizes 1..65536 (the axis range), per
  * precision, then the branches. */
 static int norm_path_tag(int ln, int i, char *b, size_t n) {
-  static const char *const precs[] = {"fp16:fp32", "bf16:fp32", "fp32:fp32", "fp16:fp16", "bf16:bf16", NULL};
-  static unsigned long long reach[2][5]; /* bit c: configuration c, bit 63: -1 */
+  static unsigned long long reach[2][8]; /* bit c: configuration c, bit 63: -1 */
   static int done[2];
   const char *f = ln ? "layernorm" : "rmsnorm";
   if (!done[ln]) {
-    for (int p = 0; precs[p]; p++) {
+    for (int p = 0; kv_precision_pairs[p]; p++) {
       kv_precision prec;
-      kv_precision_parse(precs[p], &prec);
+      kv_precision_parse(kv_precision_pairs[p], &prec);
       for (long long h = 1; h <= 65536; h++) {
         const int c = kv_norm_choice(ln, prec.storage, prec.accum, h);
         reach[ln][p] |= c >= 0 ? 1ULL << c : 1ULL << 63;
@@ -141,14 +140,14 @@ static int norm_path_tag(int ln, int i, char *b, size_t n) {
     }
     done[ln] = 1;
   }
-  for (int p = 0; precs[p]; p++) {
+  for (int p = 0; kv_precision_pairs[p]; p++) {
     kv_precision prec;
-    kv_precision_parse(precs[p], &prec);
+    kv_precision_parse(kv_precision_pairs[p], &prec);
     for (int c = -1; c < KV_NORM_N_CONFIGS; c++) {
       if (!(reach[ln][p] & (c >= 0 ? 1ULL << c : 1ULL << 63))) continue;
       char kind[32];
       kind_name(c, prec.accum, kind, sizeof kind);
-      if (kv_tag_at(&i, b, n, "%s:%s:%s", f, precs[p], kind)) return 1;
+      if (kv_tag_at(&i, b, n, "%s:%s:%s", f, kv_precision_pairs[p], kind)) return 1;
     }
   }
   if (kv_tag_at(&i, b, n, "%s:rows-tail", f)) return 1;

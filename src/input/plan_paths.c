@@ -19,25 +19,31 @@ static int has_tag(const char *list, const char *tag) {
   return 0;
 }
 
-/* Tags of family f not reached by any case of the plan, into missing (n_missing of n_tags). */
+/* The tags of family f's paths that no case of the plan takes, printed; returns their count
+ * and puts the number of declared tags in *n_tags_out. Each case's path is computed once. */
 static int family_paths(const kv_plan *p, const kv_family *f, FILE *out, int *n_tags_out) {
+  size_t n_cases = 0;
+  char **paths = KV_MALLOC((p->n_cases ? p->n_cases : 1) * sizeof *paths), buf[PATH_LEN];
+  if (!paths) KV_FATAL("out of memory listing the kernel paths of %zu cases", p->n_cases);
+  for (size_t k = 0; k < p->n_cases; k++) {
+    if (p->cases[k].fp->family != f) continue;
+    f->path(&p->cases[k], buf, sizeof buf);
+    if (!(paths[n_cases++] = strdup(buf))) KV_FATAL("out of memory listing the kernel paths of %zu cases", p->n_cases);
+  }
   int n_tags = 0, n_missing = 0;
-  char tag[TAG_LEN], path[PATH_LEN], missing[4096] = "";
+  char tag[TAG_LEN], missing[4096] = "";
   for (int i = 0; f->path_tag(i, tag, sizeof tag); i++) {
     n_tags++;
     int reached = 0;
-    for (size_t k = 0; k < p->n_cases && !reached; k++) {
-      const kv_case *c = &p->cases[k];
-      if (c->fp->family != f) continue;
-      f->path(c, path, sizeof path);
-      reached = has_tag(path, tag);
-    }
+    for (size_t k = 0; k < n_cases && !reached; k++) reached = has_tag(paths[k], tag);
     if (!reached) {
       n_missing++;
       size_t len = strlen(missing);
       if (len + strlen(tag) + 3 < sizeof missing) snprintf(missing + len, sizeof missing - len, "%s%s", len ? ", " : "", tag);
     }
   }
+  for (size_t k = 0; k < n_cases; k++) free(paths[k]);
+  free(paths);
   if (n_missing)
     fprintf(out, "paths of %s: %d of %d reached; not reached: %s\n", f->name, n_tags - n_missing, n_tags, missing);
   else
