@@ -53,17 +53,6 @@ SPECIAL = {"status", "fingerprint", "checksum", "message", "hist", "fp_distinct"
            "hist_bin"}
 
 
-def result_fields():
-    """Names of the float64 and int64 fields from src/core/result.h (the X-macro lists)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "core", "result.h")
-    text = open(path).read()
-    out = []
-    for macro in ("KV_RESULT_DOUBLES", "KV_RESULT_INTS"):
-        body = re.search(r"#define %s\(X\)(.*?)\n\s*\n" % macro, text, re.S).group(1)
-        out.append(re.findall(r"X\((\w+),", body))
-    return out
-
-
 def layout_version():
     """KV_LAYOUT_VERSION of src/output/internal.h, the one definition of the layout's version."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "output", "internal.h")
@@ -322,7 +311,7 @@ class Checker:
         ds.close()
 
     def run(self):
-        doubles, ints = result_fields()
+        doubles, ints = kvrows.result_fields()
         try:
             f = h5py.File(self.path, "r")
         except OSError as e:
