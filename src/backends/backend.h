@@ -64,6 +64,8 @@ typedef struct {
    * device_hang  - launch a kernel that never finishes in this case (--inject hang). */
   int device_stats, device_fault, device_hang;
   int has_stats;       /* 1: stats holds the error statistics of output 0 against ref */
+  void (*release)(void *); /* frees out, aux, ref, mag, aux_ref and aux_mag (a backend's host
+                            * buffers); NULL: they came from malloc */
   kv_errstats stats;
   /* What the backend's own checks found ("" when nothing), each judged by the runner:
    * out_of_bounds - a guard band around an output, or an input tensor, changed (which, where);
