@@ -29,11 +29,6 @@ precision = fp16:fp32
 shape = 32x32x64
 DECK
   cat > "$1/study.deck" <<'DECK'
-[run]
-warmup = 0
-min_reps = 1
-max_reps = 2
-time_cap = 0.02
 [rmsnorm]
 precision = bf16:fp32 bf16:bf16
 rows = 8
