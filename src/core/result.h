@@ -78,9 +78,9 @@ typedef struct {
   kv_timing timing;
   kv_telemetry tel;
   kv_kernel_resources res;
-  double red_len, aux_max_abs, aux_bound_ratio, ref_seconds, ref_xcheck, tflops, gbps, intensity, roofline_frac,
-      emu_max_ulp;
+  double red_len, aux_max_abs, aux_bound_ratio, ref_seconds, ref_xcheck, tflops, gbps, intensity, roofline_frac;
   int64_t ref_rows;
+  double emu_max_ulp; /* conformance: max distance from the emulation in output ULPs (run/conform.h) */
   char message[KV_MESSAGE_LEN]; /* skip reason or error message */
 } kv_result;
 
