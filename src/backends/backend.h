@@ -55,6 +55,7 @@ typedef struct {
   double ref_seconds;  /* wall time of the reference */
   double ref_xcheck;   /* GPU vs CPU reference disagreement (NaN when not cross-checked) */
   kv_telemetry tel;    /* around the measurement */
+  kv_phases phases;    /* wall time of the backend's phases (the runner adds judge and total) */
   kv_kernel_resources res; /* of the kernel variant (-1 when unknown, e.g. on the cpu backend) */
   /* Requests of the runner, set before run_case (a backend may ignore them):
    * device_stats - compute the error statistics where the data is (the device) and hand them

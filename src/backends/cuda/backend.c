@@ -145,9 +145,11 @@ static kv_status collect(const kv_case *c, const void *problem, const kv_run_set
   }
   if (d->device_stats) {
     const kv_tolerance tol = rs->has_tol_override ? rs->tol_override : kv_tolerance_default(c->prec);
+    const double s0 = kv_wtime();
     KV_TRY(kv_cuda_errstats(b->out[0], t->out[0].dtype, NULL, b->ref, b->mag, t->out[0].count, c->prec, &tol,
                             cost->red_len, kv_cuda_deadline(rs, 8.0 * pass_estimate(24.0 * (double)t->out[0].count)),
                             &d->stats, ctx.stream));
+    d->phases.stats = kv_wtime() - s0;
     d->has_stats = 1;
     return KV_OK;
   }
@@ -173,7 +175,7 @@ static kv_status inject(const kv_case *c, const kv_case_data *d, double deadline
 /* The steps of a case after its buffers exist; *step names the one that failed. */
 static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv_cuda_launch_override *ovr,
                            const kv_tensors *t, const kv_cost *cost, kv_cuda_buffers *b, void **problem, void **state,
-                           kv_case_data *d, const char **step, const char **why) {
+                           kv_case_data *d, double mark, const char **step, const char **why) {
   const kv_cuda_family *cf = c->fp->family->cuda;
   const double launch_deadline = kv_cuda_deadline(rs, launch_estimate(cost));
   *step = "input generation";
@@ -189,9 +191,11 @@ static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv
   }
   kv_kernel_resources res;
   if (l.resources(l.kernel, &res) == KV_OK) d->res = res;
+  d->phases.setup = kv_lap(&mark);
   *step = "launch";
   probe_arg pa = {t, b};
   KV_TRY(kv_cuda_time_case(&ctx, l.launch, l.kernel, rs, launch_deadline, probe, &pa, d));
+  d->phases.timing = kv_lap(&mark);
   KV_TRY(verification_launch(&l, t, b, launch_deadline));
   if (d->device_fault || d->device_hang) {
     *step = "injected device fault";
@@ -200,9 +204,13 @@ static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv
   *step = "checks of the guard bands, inputs and launches";
   KV_TRY(kv_cuda_buffers_check(&ctx, t, b, kv_cuda_deadline(rs, pass_estimate(cost->device_bytes)), d));
   *step = "GPU reference and error statistics";
+  d->phases.stats = 0.0;
   KV_TRY(collect(c, *problem, rs, t, cost, b, d));
+  d->phases.checks = kv_lap(&mark) - d->ref_seconds - d->phases.stats; /* with the downloads */
   *step = "cross-checks of the reference and the statistics";
-  return kv_cuda_xcheck(&ctx, c, t, cost, rs, b, d);
+  const kv_status st = kv_cuda_xcheck(&ctx, c, t, cost, rs, b, d);
+  d->phases.xcheck = kv_lap(&mark);
+  return st;
 }
 
 kv_status kv_cuda_run_case_with(const kv_case *c, const kv_run_settings *rs, const kv_cuda_launch_override *ovr,
@@ -229,8 +237,9 @@ kv_status kv_cuda_run_case_with(const kv_case *c, const kv_run_settings *rs, con
   memset(&b, 0, sizeof b);
   void *problem = NULL, *state = NULL;
   const char *step = "device allocation", *why = NULL;
+  const double mark = kv_wtime();
   kv_status st = kv_cuda_buffers_alloc(&t, &cost, &b);
-  if (st == KV_OK) st = run_steps(c, rs, ovr, &t, &cost, &b, &problem, &state, d, &step, &why);
+  if (st == KV_OK) st = run_steps(c, rs, ovr, &t, &cost, &b, &problem, &state, d, mark, &step, &why);
   if (kv_fatal_pending()) { /* a timeout or a sticky error: the device must not be touched again */
     set_message(message, msglen, "cuda %s: %s", step, kv_fatal_pending());
     return KV_ERR;
