@@ -54,7 +54,8 @@
   X(sm_clock_max, tel.sm_clock_max, "MHz", "highest SM clock seen around the measurement")                   \
   X(mem_clock, tel.mem_clock, "MHz", "memory clock")                                                         \
   X(temperature, tel.temperature, "degC", "GPU temperature after the measurement")                           \
-  X(power, tel.power, "W", "GPU power draw after the measurement")
+  X(power, tel.power, "W", "GPU power draw after the measurement")                                          \
+  X(emu_max_ulp, emu_max_ulp, "1", "max |out - emulation| in ULPs of the storage type (NaN: conformance not judged)")
 
 /* X(name, member, unit, description) - int64 datasets, -1 where not run. */
 #define KV_RESULT_INTS(X)                                                                                    \
@@ -87,6 +88,7 @@ typedef struct {
   kv_phases phases;
   double red_len, aux_max_abs, aux_bound_ratio, ref_seconds, ref_xcheck, tflops, gbps, intensity, roofline_frac;
   int64_t ref_rows;
+  double emu_max_ulp; /* conformance: max distance from the emulation in output ULPs (run/conform.h) */
   char message[KV_MESSAGE_LEN]; /* skip reason or error message */
 } kv_result;
 

@@ -110,6 +110,7 @@ static void report_failure(const kv_case *c, const kv_result *r, const kv_rank_i
 static void count_status(kv_run_summary *sum, int status) {
   switch (status) {
     case KV_PASS: sum->n_pass++; break;
+    case KV_INACCURATE: sum->n_inaccurate++; break;
     case KV_SKIPPED: sum->n_skipped++; break;
     case KV_ERROR: sum->n_error++; break;
     default: sum->n_fail++; break;
