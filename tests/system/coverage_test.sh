@@ -5,8 +5,9 @@
 # cases (kv_family.path, from the rules the dispatchers call). fleet.deck and default.deck
 # must reach all of them on the cuda backend (planned by name: no GPU needed), and the cases'
 # tags must be exactly the declared ones (no tag a family forgot to declare); a deck without
-# [gemm.scale] must be reported as missing alpha and beta; smoke.deck must reach the cpu
-# emulation's branches on the cpu backend. Environment (set by `make check`): KVAL, top_srcdir.
+# [gemm.scale] must be reported as missing alpha and beta; default.deck's named path sections
+# must be fleet.deck's, verbatim; smoke.deck must reach the cpu emulation's branches on the cpu
+# backend. Environment (set by `make check`): KVAL, top_srcdir.
 set -u
 : "${KVAL:?}" "${top_srcdir:?}"
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
@@ -25,6 +26,16 @@ for d in fleet default; do
   [ "$used" -eq "$n" ] || fail "$d.deck: the cases take $used distinct tags, the families declare $n"
   [ $rc -ne 0 ] || echo "ok $d.deck: all $n kernel paths reached ($(grep -c '^path ' "$tmp/$d.out") cases)"
 done
+# default.deck carries fleet.deck's named path sections ([FAMILY.NAME]) verbatim, comments aside,
+# so a mutant fleet.deck's path cases kill meets the same cases in default.deck.
+named() { sed 's/#.*//; s/[[:space:]]*$//' "$1" | awk '/^\[/ { keep = index($0, ".") > 0 } keep && NF'; }
+named "$top_srcdir/inputs/fleet.deck" >"$tmp/fleet.named"
+named "$top_srcdir/inputs/default.deck" >"$tmp/default.named"
+if cmp -s "$tmp/fleet.named" "$tmp/default.named" && [ -s "$tmp/fleet.named" ]; then
+  echo "ok default.deck has fleet.deck's $(grep -c '^\[' "$tmp/fleet.named") path sections verbatim"
+else
+  fail "the named sections of default.deck and fleet.deck differ:"; diff "$tmp/fleet.named" "$tmp/default.named" | head -n 20
+fi
 # The check can fail: without [gemm.scale] nothing has alpha != 1 or beta != 0.
 sed '/^\[gemm.scale\]/,/^$/d' "$top_srcdir/inputs/fleet.deck" >"$tmp/noscale.deck"
 "$KVAL" --backend cuda --dry-run "$tmp/noscale.deck" >"$tmp/noscale.out" 2>&1
