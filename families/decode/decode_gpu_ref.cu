@@ -7,6 +7,7 @@
  *   output:  per (row, d, run of kTokRun tokens) sums of p_t v_td and A_t |v_td|, then the
  *            runs added in order and divided by l                     (thread per (row, d))
  * Inputs are widened exactly from fp16/bf16 to fp64; every sum has a fixed order. */
+#include <cub/block/block_reduce.cuh>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -50,27 +51,18 @@ __global__ void scores(const kv_decode_ref_args a, long long r0, long long nr, d
   }
 }
 
-__device__ double block_reduce(double v, bool is_max, double *scratch) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const double w = __shfl_xor_sync(0xffffffffu, v, o);
-    v = is_max ? fmax(v, w) : v + w;
-  }
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = is_max ? -INFINITY : 0.0;
-  for (int w = 0; w < kRowThreads / 32; ++w) v = is_max ? fmax(v, scratch[w]) : v + scratch[w];
-  return v;
-}
-
 __global__ void __launch_bounds__(kRowThreads)
     softmax_rows(const kv_decode_ref_args a, long long r0, long long nr, double u_acc, double *S, double *A, double *l_out) {
-  __shared__ double scratch[kRowThreads / 32];
+  using reduce = cub::BlockReduce<double, kRowThreads>; /* a fixed tree: the same order every run */
+  __shared__ typename reduce::TempStorage scratch;
+  __shared__ double row_max;
   const long long ii = blockIdx.x, n = a.ctx;
   double m = -INFINITY;
   for (long long t = threadIdx.x; t < n; t += kRowThreads) m = fmax(m, S[t * nr + ii]);
-  m = block_reduce(m, true, scratch);
+  m = reduce(scratch).Reduce(m, [](double x, double y) { return fmax(x, y); });
+  if (threadIdx.x == 0) row_max = m;
+  __syncthreads();
+  m = row_max;
   double l = 0.0, abar = 0.0;
   for (long long t = threadIdx.x; t < n; t += kRowThreads) {
     const double p = exp(S[t * nr + ii] - m);
@@ -79,8 +71,10 @@ __global__ void __launch_bounds__(kRowThreads)
     A[t * nr + ii] = p * (1.0 + A[t * nr + ii]);
     S[t * nr + ii] = p;
   }
-  l = block_reduce(l, false, scratch);
-  abar = block_reduce(abar, false, scratch);
+  __syncthreads();
+  l = reduce(scratch).Sum(l);
+  __syncthreads();
+  abar = reduce(scratch).Sum(abar);
   if (threadIdx.x == 0) {
     l_out[ii] = l;
     const double lse = m + log(l);
