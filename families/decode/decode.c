@@ -60,7 +60,8 @@ void kv_decode_dims_of(const kv_case *c, int sms, kv_decode_dims *d) {
   d->rows = d->q_len * d->group;
   d->pages_per_seq = (d->ctx + d->page - 1) / d->page;
   d->num_pages = d->batch * d->pages_per_seq;
-  d->splits = kv_decode_splits(d->ctx, d->page, d->batch * d->kv_heads, sms, &d->split_pages);
+  d->splits = kv_decode_splits(d->ctx, d->page, d->batch * d->kv_heads, sms,
+                               kv_decode_blocks_per_sm((int)d->headdim, kv_decode_rows_cap(d->rows)), &d->split_pages);
   d->scale = scale > 0 ? scale : 1.0 / sqrt((double)d->headdim);
   d->scale_f = (float)d->scale;
   d->scale_log2 = (float)(d->scale * DECODE_LOG2E);

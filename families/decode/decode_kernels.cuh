@@ -69,6 +69,7 @@ struct layout {
   static constexpr int kP = CAP * kTile * 4;                   /* scores, then probabilities */
   static constexpr int kStats = 3 * CAP * 4;                   /* m, l, alpha per row */
   static constexpr int kBytes = kK + kV + kQ + kP + kStats;
+  static_assert(kBytes == KV_DECODE_SMEM_BYTES(D, CAP), "the split rule's shared-memory count (decode_limits.h)");
   static_assert(kThreads * 8 * 4 <= kK, "the token-set partials reuse the K stages");
 };
 

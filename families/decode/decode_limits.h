@@ -18,7 +18,7 @@
 #define KV_DECODE_MAX_ROWS 16   /* query rows (q_len x group) per block */
 #define KV_DECODE_MAX_SPLITS 256
 #define KV_DECODE_SPLIT_MIN 512 /* fewest tokens per split the split count aims at */
-#define KV_DECODE_BLOCKS_PER_SM 3
+#define KV_DECODE_SM_SMEM 233472 /* shared memory of an sm_90 SM (228 KB), 1 KB of it reserved per block */
 #define KV_DECODE_NOMINAL_SMS 132 /* SM count assumed where no GPU is asked (cpu backend, --dry-run): an H200 */
 
 /* NULL when the kernel runs this case, else why not (the precision itself is assumed valid:
@@ -43,6 +43,20 @@ static inline int kv_decode_rows_cap(long long rows) {
   return cap;
 }
 
+/* Dynamic shared memory of the split kernel for head dim d and row capacity cap (bytes): two
+ * stages of K (rows padded by one 16-byte vector) and V, the q rows and the scores in fp32,
+ * m, l and alpha per row. decode_kernels.cuh allocates exactly this. */
+#define KV_DECODE_SMEM_BYTES(d, cap)                                                                          \
+  (2 * KV_DECODE_TILE * ((d) + 8) * 2 + 2 * KV_DECODE_TILE * (d) * 2 + (cap) * (d) * 4 + (cap) * KV_DECODE_TILE * 4 + \
+   3 * (cap) * 4)
+
+/* Split kernel blocks resident per SM, as the split rule assumes it: shared memory bound (the
+ * kernel's 48..72 registers allow 7 blocks of 128 threads), at most 6. */
+static inline int kv_decode_blocks_per_sm(int headdim, int cap) {
+  const int b = KV_DECODE_SM_SMEM / (KV_DECODE_SMEM_BYTES(headdim, cap) + 1024);
+  return b < 1 ? 1 : (b > 6 ? 6 : b);
+}
+
 /* The P V step's thread layout for head dim D and row capacity cap: the KV_DECODE_THREADS
  * threads are D / 8 dim groups (one 16-byte vector of 8 dims each) x *nr row sets x *nt token
  * sets; a thread accumulates rows rs, rs + *nr, ... (cap / *nr of them) over the tile's tokens
@@ -56,13 +70,14 @@ static inline void kv_decode_pv_layout(int headdim, int cap, int *nr, int *nt) {
 }
 
 /* The split of a sequence of ctx tokens in pages of page_size over `work` = batch x kv_heads
- * blocks on a GPU of sms SMs: enough splits for KV_DECODE_BLOCKS_PER_SM blocks per SM, none
- * shorter than about KV_DECODE_SPLIT_MIN tokens, at most KV_DECODE_MAX_SPLITS; each split is
- * *split_pages whole pages (the last one shorter). Returns the number of splits. */
-static inline int kv_decode_splits(long long ctx, long long page_size, long long work, int sms, long long *split_pages) {
+ * blocks on a GPU of sms SMs holding blocks_per_sm blocks each: as many splits as fit one wave
+ * of resident blocks (floor(sms x blocks_per_sm / work); a second, partial wave would double
+ * the time), none shorter than about KV_DECODE_SPLIT_MIN tokens, at most KV_DECODE_MAX_SPLITS;
+ * each split is *split_pages whole pages (the last one shorter). Returns the number of splits. */
+static inline int kv_decode_splits(long long ctx, long long page_size, long long work, int sms, int blocks_per_sm,
+                                   long long *split_pages) {
   const long long pages = (ctx + page_size - 1) / page_size;
-  const long long target = (long long)KV_DECODE_BLOCKS_PER_SM * sms;
-  long long want = (target + work - 1) / work;
+  long long want = (long long)sms * blocks_per_sm / work;
   const long long by_len = ctx / KV_DECODE_SPLIT_MIN > 1 ? ctx / KV_DECODE_SPLIT_MIN : 1;
   if (want > by_len) want = by_len;
   if (want > KV_DECODE_MAX_SPLITS) want = KV_DECODE_MAX_SPLITS;

@@ -201,6 +201,7 @@ static void test_splits(void) {
   EXPECT(da.splits == 1 && db.splits == 7, "splits %d and %d", da.splits, db.splits);
   EXPECT((db.splits - 1) * db.split_pages < db.pages_per_seq && db.splits * db.split_pages >= db.pages_per_seq,
          "the splits cover the pages");
+  EXPECT(db.splits * 8 <= 200 * kv_decode_blocks_per_sm(128, 1), "the splits fit one wave of resident blocks");
   b.c.key = a.c.key;
   fcase_generate(&a, 9);
   copy_inputs(&b, &a);
