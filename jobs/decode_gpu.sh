@@ -33,20 +33,17 @@ step() {
   return $rc
 }
 
-build() {
-  [ -x "$ROOT/configure" ] || (cd "$ROOT" && ./bootstrap) || return 1
-  mkdir -p "$B" && cd "$B" || return 1
-  [ -f Makefile ] || "$ROOT/configure" || return 1
-  make -j16 src/kval tests/gpu/test_families_gpu families/decode/bench/decode_bench
-}
+# The build as one command (timeout runs commands, not shell functions).
+BUILD="cd '$ROOT' && { [ -x configure ] || ./bootstrap; } && mkdir -p '$B' && cd '$B' &&
+  { [ -f Makefile ] || '$ROOT/configure'; } && make -j16 src/kval tests/gpu/test_families_gpu families/decode/bench/decode_bench"
 
 # The family decks of families/decode alone (test_families_gpu globs $top_srcdir/families/*/).
 mkdir -p "$OUT/decks/families/decode"
 cp "$ROOT/families/decode/test.deck" "$ROOT/families/decode/sanitize.deck" "$OUT/decks/families/decode/"
 
-step build 75 build || { cat "$OUT/steps.txt"; tail -30 "$OUT/build.log"; exit 1; }
+step build 75 bash -c "$BUILD" || { cat "$OUT/steps.txt"; tail -30 "$OUT/build.log"; exit 1; }
 step gpu_test 30 env top_srcdir="$OUT/decks" "$B/tests/gpu/test_families_gpu"
-step kval 40 "$B/src/kval" --only decode.paths,decode.dist,decode.tails,decode.pages,decode.contig,decode.qlen \
+step kval 40 "$B/src/kval" --backend cuda --only decode.paths,decode.dist,decode.tails,decode.pages,decode.contig,decode.qlen \
   "$ROOT/inputs/attention.deck" -o "$OUT/attention-decode.h5"
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 step memcheck 25 env top_srcdir="$OUT/decks" KVAL_SKIP_CEILINGS=1 "$CS" --tool memcheck --error-exitcode 9 \
