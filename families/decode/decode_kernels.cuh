@@ -20,31 +20,20 @@
 #include "families/decode/decode_api.h"
 #include "families/device/sm80.cuh"
 
+#include <type_traits>
+
 namespace kv_decode {
 
 constexpr int kThreads = KV_DECODE_THREADS, kTile = KV_DECODE_TILE;
 
+/* A pair of storage values in one 32-bit word: its low and high element as fp32 (exact), and
+ * two floats rounded to nearest even into one. */
 template <kv_dtype S>
-struct store_of;
-template <>
-struct store_of<KV_FP16> {
-  using type = __half;
-  static __device__ __forceinline__ float lo(uint32_t h) { return kv::ptx::f16x2_lo(h); }
-  static __device__ __forceinline__ float hi(uint32_t h) { return kv::ptx::f16x2_hi(h); }
-  static __device__ __forceinline__ uint32_t pack(float a, float b) {
-    const __half2 h = __floats2half2_rn(a, b);
-    return *reinterpret_cast<const uint32_t *>(&h);
-  }
-};
-template <>
-struct store_of<KV_BF16> {
-  using type = __nv_bfloat16;
-  static __device__ __forceinline__ float lo(uint32_t h) { return kv::ptx::bf16x2_lo(h); }
-  static __device__ __forceinline__ float hi(uint32_t h) { return kv::ptx::bf16x2_hi(h); }
-  static __device__ __forceinline__ uint32_t pack(float a, float b) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    return *reinterpret_cast<const uint32_t *>(&h);
-  }
+struct store_of {
+  using type = std::conditional_t<S == KV_FP16, __half, __nv_bfloat16>;
+  static __device__ __forceinline__ float lo(uint32_t h) { return S == KV_FP16 ? kv::ptx::f16x2_lo(h) : kv::ptx::bf16x2_lo(h); }
+  static __device__ __forceinline__ float hi(uint32_t h) { return S == KV_FP16 ? kv::ptx::f16x2_hi(h) : kv::ptx::bf16x2_hi(h); }
+  static __device__ __forceinline__ uint32_t pack(float a, float b) { return kv::ptx::cvt_rn_pair<type>(a, b); }
 };
 
 /* The 8 storage values of a 16-byte vector as floats. */
