@@ -3,10 +3,11 @@
 # drivers, run them (every row a kval case run, timed and validated as the job does it, with
 # the [run] settings of inputs/default.deck) and the PyTorch peers (timed by the same method,
 # bench/peer_timing.py), and print the side-by-side tables last (bench/side_by_side.py).
-#   bash bench/device_run.sh fa2|gemm|norm|all
+#   bash bench/device_run.sh fa2|gemm|norm|decode|all
 #   fa2   families/fa2/bench/fa2_bench bench and ladder, families/fa2/bench/peers.py (SDPA)
 #   gemm  families/gemm/bench/gemm_bench bench and ladder (the peer is cuBLAS, variant cublas)
 #   norm  families/norm/bench/norm_bench bench and configs, families/norm/bench/peers.py
+#   decode families/decode/bench/decode_bench bench and pages, families/decode/bench/peers.py
 # Environment: OUT (default /tmp/kval-bench): the CSV files and logs; KVAL_BUILD (default
 # /tmp/kval-bench-build): the build tree, configured there (CONFIGURE_ARGS) unless it already
 # holds a Makefile; BENCH_DEADLINE (default 560): seconds for the whole call, each step's time
@@ -22,9 +23,9 @@ mkdir -p "$OUT" "$B"
 B=$(cd "$B" && pwd)
 export PYTHONUNBUFFERED=1 top_srcdir=$ROOT
 case "${1:-}" in
-  fa2 | gemm | norm) families=$1 ;;
-  all) families="fa2 gemm norm" ;;
-  *) echo "usage: $0 fa2|gemm|norm|all" >&2; exit 2 ;;
+  fa2 | gemm | norm | decode) families=$1 ;;
+  all) families="fa2 gemm norm decode" ;;
+  *) echo "usage: $0 fa2|gemm|norm|decode|all" >&2; exit 2 ;;
 esac
 SECONDS=0
 status=0
@@ -92,6 +93,7 @@ for f in $families; do
     fa2) drive fa2 bench 180; drive fa2 ladder 90 1; peers fa2 120 ;;
     gemm) drive gemm bench 120; drive gemm ladder 40 1 ;;
     norm) drive norm bench 60; drive norm configs 120 1; peers norm 60 ;;
+    decode) drive decode bench 60; drive decode pages 40 1; peers decode 60 ;;
   esac
 done
 
@@ -112,6 +114,7 @@ for f in $families; do
       table "$OUT/fa2_ladder.csv" ;;
     gemm) table "$OUT/gemm_bench.csv" --ratio-to cublas; table "$OUT/gemm_ladder.csv" ;;
     norm) table "$OUT/norm_bench.csv" "$OUT/norm_peers.csv" --ratio-to torch; table "$OUT/norm_configs.csv" --best ;;
+    decode) table "$OUT/decode_bench.csv" "$OUT/decode_peers.csv" --ratio-to gather+sdpa --ratio-to sdpa; table "$OUT/decode_pages.csv" ;;
   esac
 done
 exit $status

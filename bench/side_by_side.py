@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """side_by_side.py - bench CSV files (bench/README.md: the rows of kval's bench drivers and of the
 PyTorch peers) set side by side, one table per family: one line per case (precision and the
-shape columns the files share), one column per backend with its TFLOP/s (GB/s for layernorm
-and rmsnorm), a "!" after a value whose case failed validation (verdict not pass), and each
+shape columns the files share), one column per backend with its TFLOP/s (GB/s for layernorm,
+rmsnorm and decode), a "!" after a value whose case failed validation (verdict not pass), and each
 backend's ratio to every --ratio-to backend. Columns with a single value are named once above
 their table. --best prints, per case, only the fastest backend and its value (the tile and
 configuration ladders).
@@ -16,7 +16,7 @@ import sys
 
 MEASURES = {"backend", "ms", "tflops", "gbps", "verdict", "max_bound_ratio", "rel_l2", "reps", "registers",
             "local_bytes", "occupancy"}
-GBPS_FAMILIES = {"layernorm", "rmsnorm"}
+GBPS_FAMILIES = {"layernorm", "rmsnorm", "decode"}
 
 
 def read(paths):

@@ -50,7 +50,8 @@ for t in fa2:kval-mma:q-tail fa2:kval-mma:k-tail fa2:kval-mma:k-blocks fa2:kval-
   gemm:kval-mma:m-tail gemm:kval-mma:n-tail gemm:kval-mma:k-tail gemm:kval-mma:alpha gemm:kval-mma:beta gemm:kval-mma:fp16:fp32:nt gemm:kval-mma:fp16:fp32:tn \
   gemm:kval-wgmma:alpha gemm:kval-wgmma:beta \
   layernorm:fp16:fp32:general layernorm:fp16:fp16:serial layernorm:rows-tail \
-  rmsnorm:fp16:fp32:peeled-8x1 rmsnorm:bf16:bf16:serial rmsnorm:rows-tail; do
+  rmsnorm:fp16:fp32:peeled-8x1 rmsnorm:bf16:bf16:serial rmsnorm:rows-tail \
+  decode:single decode:split decode:ctx-tail decode:rows-partial decode:dist=large_logits; do
   sed -n 's/^path .* => //p' "$tmp/smoke.out" | tr ' ' '\n' | grep -qx "$t" || fail "smoke.deck (cpu): no case takes $t"
 done
 [ $rc -eq 0 ] && echo "ok coverage: fleet.deck and default.deck reach every kernel path; smoke.deck the emulations' branches"
