@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # local.sh - build kval and run the validation job on this machine, without Slurm: one MPI
 # rank per local GPU with the cuda backend, or the cpu backend when there is no GPU.
-# Installs missing packages first (jobs/install-deps.sh; set KVAL_NO_INSTALL=1 to skip).
+# Installs what the main job needs and lacks first (jobs/install-deps.sh main: a node that has
+# the tools installs nothing and needs no network; KVAL_NO_INSTALL=1 skips it).
 #
 # Environment (all optional):
 #   DECK        deck to run      (default: inputs/default.deck with GPUs, inputs/smoke.deck without)
@@ -17,7 +18,7 @@ build=${BUILD_DIR:-$top/build}
 outdir=${OUTDIR:-$top/results}
 mode=${MODE:-fleet}
 
-[ "${KVAL_NO_INSTALL:-0}" = 1 ] || bash "$top/jobs/install-deps.sh"
+[ "${KVAL_NO_INSTALL:-0}" = 1 ] || bash "$top/jobs/install-deps.sh" main
 
 if [ ! -x "$build/src/kval" ] || [ "$top/configure.ac" -nt "$build/config.status" ]; then
   (cd "$top" && ./bootstrap)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run-all.sh - the README's test command: bootstrap, then build and `make check` in two
+# run-all.sh - the README's test command: the test dependencies (jobs/install-deps.sh test),
+# bootstrap, then build and `make check` in two
 # out-of-tree builds, one per HDF5 flavour (parallel with the CUDA objects when nvcc is
 # present; serial without CUDA), and print the combined "N passed, N failed" line last.
 # Exit status is nonzero when any test failed.
@@ -8,6 +9,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
+# What the tests use besides the main job (Slurm, munge, clang, both HDF5 flavours, analysis/'s
+# packages), installed where missing (KVAL_NO_INSTALL=1 skips it).
+[ "${KVAL_NO_INSTALL:-0}" = 1 ] || bash "$top/jobs/install-deps.sh" test || { echo "0 passed, 1 failed"; exit 1; }
 (cd "$top" && ./bootstrap) || { echo "0 passed, 1 failed"; exit 1; }
 
 pass=0; fail=0; skip=0; status=0
