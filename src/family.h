@@ -152,9 +152,10 @@ typedef struct kv_family {
 
   /* A probe family's measurement (tcprobe): the outcome code decoded from output 0 as the
    * kernel wrote it (host copy, out[0] of kv_tensors), recorded per rank as the `outcome`
-   * dataset; when the outcome contradicts the precision model, why (n bytes) says so and the
-   * case fails, else why is left "". NULL: the family measures no outcome. */
-  long long (*outcome)(const kv_case *c, const void *out, char *why, size_t n);
+   * dataset, and the outcome in words into words (n bytes; the case's message). *contradicts
+   * is set to 1 when the outcome contradicts the precision model (the case fails; words then
+   * say what the model needs), else 0. NULL: the family measures no outcome. */
+  long long (*outcome)(const kv_case *c, const void *out, int *contradicts, char *words, size_t n);
 } kv_family;
 
 /* The registry, NULL-terminated. */

@@ -71,24 +71,28 @@ static int tcp_path_tag(int i, char *b, size_t n) {
   return 0;
 }
 
-/* The decoded outcome of the case's output; a contradiction of the model into why. */
-static long long tcp_outcome(const kv_case *c, const void *out, char *why, size_t n) {
+/* The decoded outcome of the case's output, in words; a contradiction of the model says what
+ * the model needs. */
+static long long tcp_outcome(const kv_case *c, const void *out, int *contradicts, char *words, size_t n) {
   const int probe = kv_tcp_probe_of(kv_case_str(c, "probe"));
   const kv_dtype st = c->prec.storage;
   const int ns = kv_tcp_subtests(probe, st);
   kv_tcp_operands *ops = KV_MALLOC((size_t)ns * sizeof *ops);
+  *contradicts = 1;
   if (CHECK_ALLOC(ops) != KV_OK) {
-    snprintf(why, n, "tcprobe: no memory to decode the probe");
+    snprintf(words, n, "tcprobe: no memory to decode the probe");
     return -1;
   }
   kv_tcp_build(probe, st, ops);
   const int o = kv_tcp_decode(probe, st, ops, out, ns);
   free(ops);
-  if (!kv_tcp_model_allows(probe, o)) {
-    char name[64];
-    snprintf(why, n, "%s: %s; the model needs %s", kv_tcp_probe_names[probe],
-             kv_tcp_outcome_name(probe, o, name, sizeof name), kv_tcp_model_requires(probe));
-  }
+  char name[64];
+  kv_tcp_outcome_name(probe, o, name, sizeof name);
+  *contradicts = !kv_tcp_model_allows(probe, o);
+  if (*contradicts)
+    snprintf(words, n, "%s: %s; the model needs %s", kv_tcp_probe_names[probe], name, kv_tcp_model_requires(probe));
+  else
+    snprintf(words, n, "%s: %s", kv_tcp_probe_names[probe], name);
   return o;
 }
 

@@ -150,8 +150,11 @@ static void test_model(kv_dtype st) {
     EXPECT(o == want[p], "%s: the model decodes as %d, want %d", spec, o, want[p]);
     EXPECT(kv_tcp_model_allows(p, o), "%s: the model allows its own outcome", spec);
     char why[96] = "";
-    EXPECT(kv_family_tcprobe.outcome(&f.c, f.out[0], why, sizeof why) == o && why[0] == '\0',
+    int bad = -1;
+    EXPECT(kv_family_tcprobe.outcome(&f.c, f.out[0], &bad, why, sizeof why) == o && bad == 0,
            "%s: the outcome hook decodes the emulation without complaint (%s)", spec, why);
+    EXPECT(strncmp(why, kv_tcp_probe_names[p], strlen(kv_tcp_probe_names[p])) == 0, "%s: outcome in words: %s", spec,
+           why);
     double ref[KV_TCP_MAX_SUB];
     memcpy(ref, f.ref, (size_t)n * sizeof *ref);
     fcase_reference(&f, 1);
@@ -169,14 +172,15 @@ static void test_outcome_hook(void) {
   u.flush_in = 1;
   decode_under(&u, KV_TCP_SUBNORMAL_IN, KV_BF16, f.out[0]);
   char why[96] = "";
-  EXPECT(kv_family_tcprobe.outcome(&f.c, f.out[0], why, sizeof why) == 1, "flushed inputs decode as flushed");
+  int bad = 0;
+  EXPECT(kv_family_tcprobe.outcome(&f.c, f.out[0], &bad, why, sizeof why) == 1 && bad, "flushed inputs contradict");
   EXPECT_CONTAINS(why, "subnormal_in: flushed");
   fcase_free(&f);
   fcase_make(&f, &kv_family_tcprobe, "probe=align_bits precision=fp16:fp32");
   u = hyp(22, 16, KV_TCP_RZ, KV_TCP_RZ);
   decode_under(&u, KV_TCP_ALIGN_BITS, KV_FP16, f.out[0]);
-  why[0] = '\0';
-  EXPECT(kv_family_tcprobe.outcome(&f.c, f.out[0], why, sizeof why) == 22, "22 bits decode as 22");
+  bad = 0;
+  EXPECT(kv_family_tcprobe.outcome(&f.c, f.out[0], &bad, why, sizeof why) == 22 && bad, "22 bits contradict");
   EXPECT_CONTAINS(why, "22 bits (-2 extra)");
   fcase_free(&f);
   for (int p = 0; p < KV_TCP_NPROBES; p++) {

@@ -134,14 +134,19 @@ static void judge_timing(const kv_cost *cost, const kv_run_settings *rs, const k
                  r->roofline_frac, KV_ROOFLINE_LIMIT);
 }
 
-/* A probe family's outcome, decoded from the output; a contradiction of the precision model
- * fails the case (the model's tolerance and emulations are then unfounded). */
+/* A probe family's outcome, decoded from the output, in words as the message of a case that
+ * passes; a contradiction of the precision model fails the case (the model's tolerance and
+ * emulations are then unfounded). */
 static void judge_outcome(const kv_case *c, const kv_case_data *d, kv_result *r) {
   const kv_family *f = c->fp->family;
   if (!f->outcome || !d->out) return;
-  char why[KV_MESSAGE_LEN] = "";
-  r->outcome = f->outcome(c, d->out, why, sizeof why);
-  if (why[0]) raise_status(r, KV_FAIL_TOLERANCE, "%s", why);
+  char words[KV_MESSAGE_LEN] = "";
+  int contradicts = 0;
+  r->outcome = f->outcome(c, d->out, &contradicts, words, sizeof words);
+  if (contradicts)
+    raise_status(r, KV_FAIL_TOLERANCE, "%s", words);
+  else if (!r->message[0])
+    snprintf(r->message, sizeof r->message, "%s", words);
 }
 
 kv_status kv_judge_case(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, const kv_rank_info *info,
