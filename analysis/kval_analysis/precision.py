@@ -4,8 +4,10 @@ that produced results), where each precision stays within its tolerance, error d
 per family (log10|err| histograms and per-case relative L2 errors), fitted growth laws and
 faceted growth charts (growth.py), and pairwise precision comparisons. Honest numbers: a case
 whose output was non-finite shows inf, is counted in its own column and never as a small
-error. One colour per precision on the whole page. Writes precision.html, precision.md,
-precision.json (schema_version 1: what ran, the summary and the fits) and PNGs."""
+error. One colour per precision on the whole page. The tensor-core probes (probes.py) get their
+own table of outcomes per GPU and stay out of the error statistics. Writes precision.html,
+precision.md, precision.json (schema_version 1: what ran, the summary, the fits and the probes'
+outcomes) and PNGs."""
 import json
 import os
 import shlex
@@ -19,6 +21,7 @@ from .document import Document
 from .fleet_output import clean
 from .growth import GROWTH, fit_section, growth_plots
 from .io import failure_mask, family_axes, output_mask
+from .probes import probe_families, probe_section
 
 SCHEMA_VERSION = 1
 LADDER = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
@@ -223,7 +226,8 @@ def _header(doc, info):
 def build_precision(runs, outdir):
     """Write precision.html, precision.md and PNGs into outdir; returns (html, md) paths."""
     os.makedirs(outdir, exist_ok=True)
-    frames = {n: (family_frame(ds), family_axes(ds)) for n, ds in runs.families.items()}
+    probes = probe_families(runs)
+    frames = {n: (family_frame(ds), family_axes(ds)) for n, ds in runs.families.items() if n not in probes}
     typical = _typical(frames)
     doc = Document("kval precision study")
     info = what_ran(runs, frames)
@@ -235,7 +239,8 @@ def build_precision(runs, outdir):
     for note in runs.notes:
         doc.note(note)
     _header(doc, info)
-    out = {"schema_version": SCHEMA_VERSION, "what_ran": info, "summary": [], "fits": []}
+    out = {"schema_version": SCHEMA_VERSION, "what_ran": info, "summary": [], "fits": [],
+           "probes": probe_section(doc, runs)}
     if not frames:
         doc.note("These files hold no kernel family groups.")
         return _write(doc, out, outdir)
