@@ -3,11 +3,13 @@
  * non-finite output, the auxiliary output's tolerance and non-finite rows, the rounding bias
  * in both forms and where it is not judged, an impossible timing and the warm timing that is
  * not judged, nondeterministic launches, a changed guard band, the GPU-vs-CPU reference
- * cross-check, a harness finding), the most severe finding wins, and the host statistics path
+ * cross-check, a harness finding, a probe family's outcome and its contradiction of the
+ * precision model), the most severe finding wins, and the host statistics path
  * (no device statistics) judges the output, sampled rows included. Removing any branch of
  * judge.c fails a check here. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "numerics/halfprec.h"
@@ -17,6 +19,15 @@
 
 static int unbiased_yes(const kv_case *c) { (void)c; return 1; }
 static int unbiased_no(const kv_case *c) { (void)c; return 0; }
+
+static int outcome_contradicts;
+/* An outcome hook (tcprobe's kind): outcome 7, in words, contradicting when told to. */
+static long long outcome_seven(const kv_case *c, const void *out, int *contradicts, char *words, size_t n) {
+  (void)c;
+  *contradicts = outcome_contradicts;
+  snprintf(words, n, "probe: seven from %g%s", (double)*(const float *)out, outcome_contradicts ? "; needs six" : "");
+  return 7;
+}
 
 static kv_family fam;
 static kv_family_plan fp;
@@ -115,6 +126,34 @@ int main(void) {
   judge(&d, &r);
   EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
   EXPECT_CONTAINS(r.message, "at element 17");
+
+  TEST("a probe family's outcome: recorded, its words the message; a contradiction fails the case");
+  {
+    float probe_out = 3.0f;
+    fresh(&d, &r);
+    fam.outcome = outcome_seven;
+    d.out = &probe_out;
+    outcome_contradicts = 0;
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_PASS);
+    EXPECT(r.outcome == 7, "outcome %lld recorded", (long long)r.outcome);
+    EXPECT_STREQ(r.message, "probe: seven from 3");
+    fresh(&d, &r);
+    fam.outcome = outcome_seven;
+    d.out = &probe_out;
+    outcome_contradicts = 1;
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
+    EXPECT(r.outcome == 7, "outcome %lld recorded when it contradicts", (long long)r.outcome);
+    EXPECT_CONTAINS(r.message, "needs six");
+    fresh(&d, &r);
+    fam.outcome = outcome_seven;
+    d.out = &probe_out;
+    snprintf(d.nondeterministic, sizeof d.nondeterministic, "launches differ");
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_NONDETERMINISTIC);
+    outcome_contradicts = 0;
+  }
 
   TEST("NaN output where the reference is finite: fail_nonfinite");
   fresh(&d, &r);
