@@ -74,17 +74,14 @@ static int tcp_path_tag(int i, char *b, size_t n) {
 /* The decoded outcome of the case's output, in words; a contradiction of the model says what
  * the model needs. */
 static long long tcp_outcome(const kv_case *c, const void *out, int *contradicts, char *words, size_t n) {
-  const int probe = kv_tcp_probe_of(kv_case_str(c, "probe"));
-  const kv_dtype st = c->prec.storage;
-  const int ns = kv_tcp_subtests(probe, st);
-  kv_tcp_operands *ops = KV_MALLOC((size_t)ns * sizeof *ops);
+  int probe, ns;
+  kv_tcp_operands *ops = kv_tcp_case_subtests(c, &probe, &ns);
   *contradicts = 1;
-  if (CHECK_ALLOC(ops) != KV_OK) {
+  if (!ops) {
     snprintf(words, n, "tcprobe: no memory to decode the probe");
     return -1;
   }
-  kv_tcp_build(probe, st, ops);
-  const int o = kv_tcp_decode(probe, st, ops, out, ns);
+  const int o = kv_tcp_decode(probe, c->prec.storage, ops, out, ns);
   free(ops);
   char name[64];
   kv_tcp_outcome_name(probe, o, name, sizeof name);

@@ -25,6 +25,9 @@ int kv_tcp_probe_of(const char *name);
 int kv_tcp_subtests(int probe, kv_dtype st);
 /* The probe's sub-tests: ops[0 .. kv_tcp_subtests) (docs in tcprobe_inputs.c). */
 void kv_tcp_build(int probe, kv_dtype st, kv_tcp_operands *ops);
+/* The sub-tests of a case, built in a new array (free() it) of *n; its probe into *probe. NULL
+ * (reported) when out of memory. */
+kv_tcp_operands *kv_tcp_case_subtests(const kv_case *c, int *probe, int *n);
 
 /* Rounding directions the probes tell apart. UNSEEN: no rounding was visible. RN: to nearest,
  * ties not resolved by the probe; RNE / RNA: to nearest, ties to even / away from zero. */

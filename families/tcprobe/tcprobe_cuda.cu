@@ -7,6 +7,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
 #include <new>
 
 #include "core/cuda_check.cuh"
@@ -62,22 +63,17 @@ kv_status choose(problem *pr, int instruction, const char **why) {
 
 kv_status prepare(const kv_case *c, void *const *d_in, void *const *d_out, void **out_problem, const char **why) {
   (void)d_in;
-  const int probe = kv_tcp_probe_of(kv_case_str(c, "probe"));
   problem *pr = new (std::nothrow) problem();
   KV_TRY(CHECK_ALLOC(pr));
   pr->st = c->prec.storage;
-  pr->n = kv_tcp_subtests(probe, pr->st);
   pr->d_out = static_cast<float *>(d_out[0]);
-  kv_tcp_operands *ops = new (std::nothrow) kv_tcp_operands[pr->n];
-  kv_status st = CHECK_ALLOC(ops);
-  if (st == KV_OK) {
-    kv_tcp_build(probe, pr->st, ops);
-    st = choose(pr, kv_tcp_instruction_of(kv_case_str(c, "instruction")), why);
-  }
+  int probe;
+  kv_tcp_operands *ops = kv_tcp_case_subtests(c, &probe, &pr->n);
+  kv_status st = ops ? choose(pr, kv_tcp_instruction_of(kv_case_str(c, "instruction")), why) : KV_ERR;
   const size_t bytes = (size_t)pr->n * sizeof(kv_tcp_operands);
   if (st == KV_OK) st = CHECK_CUDA(cudaMalloc(&pr->d_ops, bytes));
   if (st == KV_OK) st = CHECK_CUDA(cudaMemcpy(pr->d_ops, ops, bytes, cudaMemcpyHostToDevice));
-  delete[] ops;
+  free(ops);
   if (st != KV_OK) {
     release(pr);
     return KV_ERR;

@@ -22,6 +22,7 @@
  *  monotone      6: pairs C = 1 - 2^-24 then C = 1 (one ulp up, across the binade), 16
  *                   products (2 - 2^-t) 2^(-24-s) (t the input's mantissa bits, s = 0, 1, 2). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "families/kit.h"
@@ -180,4 +181,13 @@ void kv_tcp_build(int probe, kv_dtype st, kv_tcp_operands *ops) {
     case KV_TCP_MONOTONE: build_monotone(st, ops); break;
     default: KV_FATAL("tcprobe: unknown probe %d", probe);
   }
+}
+
+kv_tcp_operands *kv_tcp_case_subtests(const kv_case *c, int *probe, int *n) {
+  *probe = kv_tcp_probe_of(kv_case_str(c, "probe"));
+  *n = kv_tcp_subtests(*probe, c->prec.storage);
+  kv_tcp_operands *ops = KV_MALLOC((size_t)*n * sizeof *ops);
+  if (CHECK_ALLOC(ops) != KV_OK) return NULL;
+  kv_tcp_build(*probe, c->prec.storage, ops);
+  return ops;
 }

@@ -76,12 +76,10 @@ float kv_tcp_unit_eval(const kv_tcp_unit *u, const kv_tcp_operands *o, kv_dtype 
  * then acc = acc + a_k b_k (the product is exact in fp32; one rounding per add). */
 kv_status kv_tcp_emulate(const kv_case *c, void *const *in, void *const *out) {
   (void)in;
-  const int probe = kv_tcp_probe_of(kv_case_str(c, "probe"));
   const kv_dtype st = c->prec.storage;
-  const int n = kv_tcp_subtests(probe, st);
-  kv_tcp_operands *ops = KV_MALLOC((size_t)n * sizeof *ops);
-  KV_TRY(CHECK_ALLOC(ops));
-  kv_tcp_build(probe, st, ops);
+  int probe, n;
+  kv_tcp_operands *ops = kv_tcp_case_subtests(c, &probe, &n);
+  if (!ops) return KV_ERR;
   float *d = out[0];
   for (int i = 0; i < n; i++) {
     float acc = (float)kv_tcp_value(ops[i].c, KV_FP32);
@@ -97,12 +95,10 @@ kv_status kv_tcp_emulate(const kv_case *c, void *const *in, void *const *out) {
  * double-double. One output row of n elements. */
 static kv_status reference(const kv_case *c, const size_t *rows, size_t n_rows, double *ref, double *mag, int dd) {
   KV_TRY(kv_check_rows(rows, n_rows, 1, "tcprobe"));
-  const int probe = kv_tcp_probe_of(kv_case_str(c, "probe"));
   const kv_dtype st = c->prec.storage;
-  const int n = kv_tcp_subtests(probe, st);
-  kv_tcp_operands *ops = KV_MALLOC((size_t)n * sizeof *ops);
-  KV_TRY(CHECK_ALLOC(ops));
-  kv_tcp_build(probe, st, ops);
+  int probe, n;
+  kv_tcp_operands *ops = kv_tcp_case_subtests(c, &probe, &n);
+  if (!ops) return KV_ERR;
   for (int i = 0; i < n; i++) {
     if (!dd) {
       ref[i] = kv_tcp_exact(&ops[i], st, &mag[i]);

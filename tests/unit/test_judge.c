@@ -101,6 +101,17 @@ static int judge(kv_case_data *d, kv_result *r) {
   return r->status;
 }
 
+/* A clean case of a family with the outcome hook on output out; contradicts 0 or 1, or 2: not
+ * contradicting, but the launches were nondeterministic. */
+static void probe_case(kv_case_data *d, kv_result *r, float *out, int contradicts) {
+  fresh(d, r);
+  fam.outcome = outcome_seven;
+  d->out = out;
+  outcome_contradicts = contradicts == 1;
+  if (contradicts == 2) snprintf(d->nondeterministic, sizeof d->nondeterministic, "launches differ");
+  judge(d, r);
+}
+
 #define EXPECT_STATUS(r, want)                                                                   \
   EXPECT((r).status == (want), "status %s, expected %s (message \"%s\")",                        \
          kv_status_name((kv_case_status)(r).status), kv_status_name(want), (r).message)
@@ -130,29 +141,16 @@ int main(void) {
   TEST("a probe family's outcome: recorded, its words the message; a contradiction fails the case");
   {
     float probe_out = 3.0f;
-    fresh(&d, &r);
-    fam.outcome = outcome_seven;
-    d.out = &probe_out;
-    outcome_contradicts = 0;
-    judge(&d, &r);
+    probe_case(&d, &r, &probe_out, 0);
     EXPECT_STATUS(r, KV_PASS);
     EXPECT(r.outcome == 7, "outcome %lld recorded", (long long)r.outcome);
     EXPECT_STREQ(r.message, "probe: seven from 3");
-    fresh(&d, &r);
-    fam.outcome = outcome_seven;
-    d.out = &probe_out;
-    outcome_contradicts = 1;
-    judge(&d, &r);
+    probe_case(&d, &r, &probe_out, 1);
     EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
     EXPECT(r.outcome == 7, "outcome %lld recorded when it contradicts", (long long)r.outcome);
     EXPECT_CONTAINS(r.message, "needs six");
-    fresh(&d, &r);
-    fam.outcome = outcome_seven;
-    d.out = &probe_out;
-    snprintf(d.nondeterministic, sizeof d.nondeterministic, "launches differ");
-    judge(&d, &r);
+    probe_case(&d, &r, &probe_out, 2);
     EXPECT_STATUS(r, KV_FAIL_NONDETERMINISTIC);
-    outcome_contradicts = 0;
   }
 
   TEST("NaN output where the reference is finite: fail_nonfinite");
