@@ -29,7 +29,7 @@ tail -n 2 "$L/spills.log"
 [ "$spills_rc" = 0 ] || rc_all=1
 
 step "tcprobe on $ngpu GPU(s), fleet mode"
-mpirun -np "$ngpu" "$K" --backend cuda --mode fleet --only tcprobe inputs/precision-study.deck \
+timeout 120 mpirun -np "$ngpu" "$K" --backend cuda --mode fleet --only tcprobe inputs/precision-study.deck \
   -o "$OUT/probes.h5" --force > "$L/probes.log" 2>&1
 probes_rc=$?
 tail -n 4 "$L/probes.log"
@@ -37,7 +37,7 @@ tail -n 4 "$L/probes.log"
 
 step "compute-sanitizer memcheck, families/tcprobe/sanitize.deck"
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-"$cs" --tool memcheck --error-exitcode 9 "$K" --backend cuda families/tcprobe/sanitize.deck \
+KVAL_SKIP_CEILINGS=1 timeout 90 "$cs" --tool memcheck --error-exitcode 9 "$K" --backend cuda families/tcprobe/sanitize.deck \
   -o "$OUT/sanitize.h5" --force > "$L/memcheck.log" 2>&1
 san_rc=$?
 san=$(grep -E "ERROR SUMMARY" "$L/memcheck.log" | tail -n 1)

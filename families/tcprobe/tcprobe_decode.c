@@ -1,8 +1,9 @@
 /* tcprobe_decode.c - the tcprobe decoders: from the outputs of a probe's sub-tests
  * (tcprobe_inputs.c) and their exact values, the hypothesis they show (the outcome codes of
  * tcprobe.h), the outcome in words, and what the precision model (docs/NUMERICS.md) requires of
- * it: products exact, at least fp32's 24 bits kept in the alignment, alignment and final
- * rounding by truncation or to nearest, subnormal inputs and fp32 subnormals kept. Block size,
+ * it: products exact, at least fp32's 24 bits kept in the alignment, faithful alignment and
+ * final rounding (to nearest or directed: every lost part below one unit of the last kept
+ * bit), subnormal inputs and fp32 subnormals kept. Block size,
  * normalisation order and monotonicity are findings the model does not depend on. */
 #include <math.h>
 #include <stdio.h>
@@ -160,8 +161,8 @@ int kv_tcp_model_allows(int probe, int o) {
   switch (probe) {
     case KV_TCP_PRODUCTS: return o == 0;
     case KV_TCP_ALIGN_BITS: return o >= 24;
-    case KV_TCP_ACC_ROUND: return o == KV_TCP_UNSEEN || o == KV_TCP_RZ || o == KV_TCP_RN;
-    case KV_TCP_FINAL_ROUND: return o == KV_TCP_RZ || o == KV_TCP_RNE || o == KV_TCP_RNA;
+    case KV_TCP_ACC_ROUND:
+    case KV_TCP_FINAL_ROUND: return o != KV_TCP_OTHER_ROUNDING;
     case KV_TCP_SUBNORMAL_IN:
     case KV_TCP_SUBNORMAL_OUT: return o == 0;
     default: return 1;
@@ -172,8 +173,8 @@ const char *kv_tcp_model_requires(int probe) {
   switch (probe) {
     case KV_TCP_PRODUCTS: return "exact products";
     case KV_TCP_ALIGN_BITS: return "at least 24 bits (fp32's) in the aligned sum";
-    case KV_TCP_ACC_ROUND: return "alignment by truncation or to nearest";
-    case KV_TCP_FINAL_ROUND: return "the sum rounded to fp32 by truncation or to nearest";
+    case KV_TCP_ACC_ROUND: return "a faithful alignment (to nearest or directed)";
+    case KV_TCP_FINAL_ROUND: return "a faithful rounding to fp32 (to nearest or directed)";
     case KV_TCP_SUBNORMAL_IN: return "subnormal inputs kept";
     case KV_TCP_SUBNORMAL_OUT: return "fp32 subnormals kept";
     default: return "nothing (a finding)";

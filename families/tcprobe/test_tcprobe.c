@@ -183,6 +183,14 @@ static void test_outcome_hook(void) {
   EXPECT(kv_family_tcprobe.outcome(&f.c, f.out[0], &bad, why, sizeof why) == 22 && bad, "22 bits contradict");
   EXPECT_CONTAINS(why, "22 bits (-2 extra)");
   fcase_free(&f);
+  EXPECT(!kv_tcp_model_allows(KV_TCP_ACC_ROUND, KV_TCP_OTHER_ROUNDING) &&
+             !kv_tcp_model_allows(KV_TCP_FINAL_ROUND, KV_TCP_OTHER_ROUNDING) &&
+             kv_tcp_model_allows(KV_TCP_FINAL_ROUND, KV_TCP_RD) && kv_tcp_model_allows(KV_TCP_ACC_ROUND, KV_TCP_RZ),
+         "the model needs faithful rounding, any direction");
+  EXPECT(!kv_tcp_model_allows(KV_TCP_PRODUCTS, 1) && !kv_tcp_model_allows(KV_TCP_SUBNORMAL_OUT, 2) &&
+             kv_tcp_model_allows(KV_TCP_ALIGN_BITS, 24) && kv_tcp_model_allows(KV_TCP_BLOCK, 0) &&
+             kv_tcp_model_allows(KV_TCP_MONOTONE, 1) && kv_tcp_model_allows(KV_TCP_NORMALISATION, 3),
+         "the model's requirements: exact products, kept subnormals, 24 bits; block, order, monotonicity free");
   for (int p = 0; p < KV_TCP_NPROBES; p++) {
     char name[64];
     EXPECT(kv_tcp_outcome_name(p, 1, name, sizeof name)[0] && kv_tcp_model_requires(p)[0], "%s has words",
