@@ -1,6 +1,7 @@
 """test_kval_bin.py - end to end with the real C program: runs a tiny deck on 2 MPI ranks with
 the cpu backend (`mpirun -np 2 $KVAL_BIN --backend cpu DECK -o f.h5`) and feeds the file to
-report, fleet and precision. Runs only when KVAL_BIN names an executable and mpirun exists."""
+report, fleet and precision; the tensor-core probes' outcomes on 2 ranks through precision and
+fleet (the arithmetic check). Runs only when KVAL_BIN names an executable and mpirun exists."""
 import json
 import os
 import shutil
@@ -85,6 +86,12 @@ def test_probe_outcomes_must_agree_within_a_model(tmp_path):
     proc = subprocess.run(["mpirun", "-np", "2", KVAL_BIN, "--backend", "cpu", str(deck), "-o", str(out)],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert cli.main(["precision", str(out), "-o", str(tmp_path / "prec")]) == 0
+    page = json.load(open(tmp_path / "prec" / "precision.json"))
+    assert len(page["probes"]) == 2 * 8  # 2 ranks x (2 probes x 2 inputs x 2 instructions)
+    assert {p["words"] for p in page["probes"] if p["case"]["probe"] == "block"} == {"block: 1 product per rounding"}
+    assert page["summary"] == []  # the probes stay out of the error statistics
+    assert "Tensor-core arithmetic" in open(tmp_path / "prec" / "precision.md").read()
     res = fleet.analyse(load([str(out)]))
     assert res["arithmetic"]["disagreements"] == []
     assert len(res["arithmetic"]["measured"]) == 2
