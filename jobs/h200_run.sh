@@ -10,6 +10,9 @@
 # and the judge's margins of both files (jobs/run_stats.py). Logs and files go to $OUT; a short
 # table is printed last.
 #   bash jobs/h200_run.sh [SECONDS] [bench]      (default 560)
+# KVAL_FLEET_RUNS=N runs fleet.deck N times in all (clean runs counted: false failures);
+# jobs/healthcheck.sh -n is timed (the health level's 60 s); default.deck's phase times
+# (jobs/phase_times.py) close the run.
 # KVAL_RUN_CHECK=0 leaves out `make check` (a fleet re-check on another node kind), and
 # KVAL_CHECK_TESTS="T1 T2 ..." runs only those tests of it (the GPU ones, say);
 # `bench` as the second argument, or KVAL_RUN_BENCH=1, runs the bench with KVAL_BENCH_SECONDS
@@ -73,6 +76,25 @@ uuids=$(python3 -c "import h5py,sys; f=h5py.File(sys.argv[1]); u=[x.decode() if 
 python3 -m kval_analysis fleet "$OUT/fleet.h5" > "$L/fleet_analysis.txt" 2>&1; acode=$?
 table "fleet.deck x$ngpu: exit $code, layout $lay, UUIDs $uuids, kval-analyze fleet exit $acode ($(grep -c MISMATCH "$L/fleet.log") mismatches)"
 
+runs=${KVAL_FLEET_RUNS:-1}
+if [ "$runs" -gt 1 ]; then
+  step "fleet.deck $((runs - 1)) more times (false failures)"
+  clean=$([ "$code" = 0 ] && echo 1 || echo 0)
+  for i in $(seq 2 "$runs"); do
+    timeout -s TERM 120 mpirun -np "$ngpu" "$K" inputs/fleet.deck -o "$OUT/fleet$i.h5" > "$L/fleet$i.log" 2>&1 &&
+      clean=$((clean + 1)) || { tail -n 5 "$L/fleet$i.log"; python3 jobs/run_stats.py "$OUT/fleet$i.h5" > "$L/fleet${i}_stats.txt" 2>&1; }
+    grep -h 'rank 0 time:' "$L/fleet$i.log"
+    rm -f "$OUT/fleet$i.h5"
+  done
+  table "fleet.deck x$ngpu repeated: $clean of $runs runs clean (exit 0)"
+fi
+
+step "jobs/healthcheck.sh (inputs/health.deck on every GPU, -n: no drain)"
+t0=$(date +%s.%N)
+KVAL="$K" timeout -s TERM 90 bash jobs/healthcheck.sh -n -o "$OUT/health" -t 60 > "$L/health.log" 2>&1
+code=$?
+table "healthcheck.sh x$ngpu: exit $code (0 expected) in $(python3 -c "import sys; print(round($(date +%s.%N) - $t0, 1))") s (limit 60)"
+
 step "injected bitflip on rank $((ngpu - 1))"
 timeout -s TERM 60 mpirun -np "$ngpu" "$K" --only layernorm,gemm --set "gemm.shape=4096x4096x4096" \
   --inject "bitflip@$((ngpu - 1)):0" inputs/fleet.deck -o "$OUT/flip.h5" > "$L/flip.log" 2>&1
@@ -112,6 +134,8 @@ code=$?
 tail -n 4 "$L/default.log"
 table "default.deck x1: exit $code after $(( $(date +%s) - t0 )) s ($(grep -E 'passed,' "$L/default.log" | tail -n1))"
 python3 jobs/run_stats.py "$OUT/default.h5" > "$OUT/default_stats.txt" 2>&1; cat "$OUT/default_stats.txt"
+grep -h 'rank 0 time:' "$L/default.log" | tee -a "$OUT/table.txt"
+python3 jobs/phase_times.py "$OUT/default.h5" > "$OUT/default_phases.txt" 2>&1; cat "$OUT/default_phases.txt"
 python3 -m kval_analysis report "$OUT/default.h5" -o "$OUT/report" > "$L/report.log" 2>&1 &&
   tar czf "$OUT/report.tgz" -C "$OUT" report && rm -rf "$OUT/report"
 exit 0

@@ -152,19 +152,21 @@ static int check_injects(const kv_options *opt, const kv_plan *plan, int nranks,
  * to the plan's cases, and counts the cells the plan skipped apart from those skipped at run
  * time; then the exit code. */
 static int exit_code(const kv_run_summary *s, const kv_plan *plan, int rank, int nranks, const char *path) {
-  int local[5] = {s->n_pass, s->n_fail, s->n_error, s->n_skipped, s->interrupted_by}, total[5];
+  int local[6] = {s->n_pass, s->n_fail, s->n_error, s->n_skipped, s->interrupted_by, s->n_inaccurate}, total[6];
   MPI_Allreduce(local, total, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&local[4], &total[4], 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&local[5], &total[5], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   size_t plan_skipped = 0;
   for (int f = 0; f < plan->n_fam; f++) plan_skipped += plan->fam[f].n_skipped;
   int fleet = plan->mode == KV_MODE_FLEET;
   char shown[1024];
   kv_escape(path, shown, sizeof shown);
   if (rank == 0)
-    fprintf(stderr, "kval: %zu cases %s %d rank%s, %d results: %d passed, %d failed, %d errors, %d skipped at run time; "
-            "%zu grid cells skipped by the plan (see --dry-run); %d fingerprint disagreements%s\n", plan->n_cases,
-            fleet ? "on each of" : "split over", nranks, nranks == 1 ? "" : "s", total[0] + total[1] + total[2] + total[3],
-            total[0], total[1], total[2], total[3], plan_skipped, s->fingerprint_disagreements,
+    fprintf(stderr, "kval: %zu cases %s %d rank%s, %d results: %d passed, %d inaccurate (findings, not failures), "
+            "%d failed, %d errors, %d skipped at run time; %zu grid cells skipped by the plan (see --dry-run); "
+            "%d fingerprint disagreements%s\n", plan->n_cases, fleet ? "on each of" : "split over", nranks,
+            nranks == 1 ? "" : "s", total[0] + total[1] + total[2] + total[3] + total[5], total[0], total[5], total[1],
+            total[2], total[3], plan_skipped, s->fingerprint_disagreements,
             total[4] ? "; interrupted: the file is resumable with --resume" : "");
   if (total[4] && rank == 0)
     fprintf(stderr, "kval: interrupted by %s: %s holds every finished case; finish it with the same command and "

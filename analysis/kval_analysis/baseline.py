@@ -15,7 +15,7 @@ from .io import case_frame, failure_mask, family_axes, output_mask
 
 RELL2_FLOOR = 1e-12   # rel_l2 below this counts as this when comparing error growth
 ULP_FLOOR = 1.0       # max_ulp below one ULP counts as one ULP
-STATUS_SEVERITY = {"error": 5, "fail_nonfinite": 4, "fail_tolerance": 3, "pass": 2, "skipped": 1, "not_run": 0}
+STATUS_SEVERITY = {"error": 5, "fail_nonfinite": 4, "fail_tolerance": 3, "inaccurate": 2.5, "pass": 2, "skipped": 1, "not_run": 0}
 MAX_SLOW_CASES = 200
 
 

@@ -48,6 +48,15 @@ def is_failure(status):
     return status == "error" or status.startswith("fail")
 
 
+INACCURATE = "inaccurate"  # beyond its fp64 bound but equal to the precision model: a study's finding
+
+
+def finding_mask(statuses):
+    """Boolean mask: the case is a finding (`inaccurate`: conformant, outside its tolerance), not a failure."""
+    s = pd.Series(np.asarray(statuses, dtype=object).reshape(-1)).astype(str)
+    return (s == INACCURATE).to_numpy().reshape(np.shape(statuses))
+
+
 def output_mask(statuses):
     """Boolean mask (pandas Series or numpy array of names): the case produced a checked output."""
     s = pd.Series(np.asarray(statuses, dtype=object).reshape(-1)).astype(str)

@@ -4,9 +4,11 @@ that produced results), where each precision stays within its tolerance, error d
 per family (log10|err| histograms and per-case relative L2 errors), fitted growth laws and
 faceted growth charts (growth.py), and pairwise precision comparisons. Honest numbers: a case
 whose output was non-finite shows inf, is counted in its own column and never as a small
-error. One colour per precision on the whole page. The tensor-core probes (probes.py) get their
-own table of outcomes per GPU and stay out of the error statistics. Writes precision.html,
-precision.md, precision.json (schema_version 1: what ran, the summary, the fits and the probes'
+error. Cases that conform to the precision model but miss their fp64 bound (status
+`inaccurate`) are the study's findings, counted and listed apart from failures. One colour per
+precision on the whole page. The tensor-core probes (probes.py) get their own table of outcomes
+per GPU and stay out of the error statistics. Writes precision.html, precision.md,
+precision.json (schema_version 1: what ran, the summary, the findings, the fits and the probes'
 outcomes) and PNGs."""
 import json
 import os
@@ -20,7 +22,7 @@ from .cases import family_frame, split_precision, typical_per_case, unit_roundof
 from .document import Document
 from .fleet_output import clean
 from .growth import GROWTH, fit_section, growth_plots
-from .io import failure_mask, family_axes, output_mask
+from .io import failure_mask, family_axes, finding_mask, output_mask
 from .probes import probe_families, probe_section
 
 SCHEMA_VERSION = 1
@@ -62,10 +64,19 @@ def _where(bad, axes, everything):
     return "; ".join(parts)
 
 
-def _verdict(bad, ran, axes, part):
+def _which(cases, axes, part):
+    """Where the cases lie: the axis values they share, else how many of the swept cases they are."""
+    where = _where(cases, axes, part)
+    if where:
+        return f"where {where}"
+    return "in every case swept" if len(cases) == len(part) else f"in {len(cases)} of {len(part)} cases"
+
+
+def _verdict(bad, found, ran, axes, part):
     if len(bad):
-        where = _where(bad, axes, part)
-        return f"fails where {where}" if where else "fails in every case swept"
+        return f"fails {_which(bad, axes, part)}"
+    if len(found):
+        return f"conforms; inaccurate {_which(found, axes, part)}"
     return "yes, every case" if len(ran) else "no case ran (skipped or not run)"
 
 
@@ -79,12 +90,14 @@ def summary_table(frames, typical):
             part = w[w["precision"] == prec]
             ran = part[output_mask(part["status"])]
             bad = part[failure_mask(part["status"])]
+            found = part[finding_mask(part["status"])]
             skipped = frame[(frame["precision"] == prec) & (frame["status"] == "skipped")]
             storage, accum = split_precision(prec)
             others = {st: int((part["status"] == st).sum()) for st in part["status"].unique()
-                      if st != "pass" and not failure_mask([st])[0]}
+                      if st != "pass" and not failure_mask([st])[0] and not finding_mask([st])[0]}
             rows.append({"family": name, "precision": prec, "storage": storage, "accum": accum,
                          "cases": len(part), "pass": int((part["status"] == "pass").sum()), "fail": len(bad),
+                         "inaccurate": len(found),
                          "non-finite": int((ran["n_nonfinite"] > 0).sum()) if "n_nonfinite" in ran else 0,
                          "other statuses": ", ".join(f"{k} {v}" for k, v in sorted(others.items())) or "-",
                          "skipped": int(skipped[axes].drop_duplicates().shape[0]),
@@ -92,8 +105,23 @@ def summary_table(frames, typical):
                          "median_rel_l2": float(ran["rel_l2"].median()) if len(ran) else np.nan,
                          "max_rel_l2": float(ran["rel_l2"].max()) if len(ran) else np.nan,
                          "max_ulp": float(ran["max_ulp"].max()) if len(ran) else np.nan,
-                         "within tolerance": _verdict(bad, ran, axes, part)})
+                         "within tolerance": _verdict(bad, found, ran, axes, part)})
     return pd.DataFrame(rows)
+
+
+def findings_table(frames, typical):
+    """The inaccurate cases (conformant, outside their fp64 bound), one row per case."""
+    rows = []
+    for name, (frame, axes) in frames.items():
+        w = typical[name]
+        for _, r in w[finding_mask(w["status"])].iterrows():
+            rows.append({"family": name, "case": " ".join(f"{a}={r[a]}" for a in axes),
+                         "max_bound_ratio": float(r.get("max_bound_ratio", np.nan)),
+                         "rel_l2": float(r.get("rel_l2", np.nan)),
+                         "non-finite": int(r.get("n_nonfinite", 0) or 0),
+                         "emu_max_ulp": float(r.get("emu_max_ulp", np.nan)), "message": str(r.get("message", ""))})
+    return pd.DataFrame(rows, columns=["family", "case", "max_bound_ratio", "rel_l2", "non-finite", "emu_max_ulp",
+                                       "message"])
 
 
 def ladder_table(typical):
@@ -239,7 +267,7 @@ def build_precision(runs, outdir):
     for note in runs.notes:
         doc.note(note)
     _header(doc, info)
-    out = {"schema_version": SCHEMA_VERSION, "what_ran": info, "summary": [], "fits": [],
+    out = {"schema_version": SCHEMA_VERSION, "what_ran": info, "summary": [], "findings": [], "fits": [],
            "probes": probe_section(doc, runs)}
     if not frames:
         doc.note("These files hold no kernel family groups.")
@@ -249,8 +277,16 @@ def build_precision(runs, outdir):
     if summary.empty:
         doc.note("No family has a precision axis with cases that ran.")
     else:
-        doc.table(summary, row_class=lambda r: "bad" if r["fail"] else "warn" if r["non-finite"] else "")
+        doc.table(summary, row_class=lambda r: "bad" if r["fail"] else "warn" if r["non-finite"] or r["inaccurate"] else "")
     out["summary"] = summary.to_dict("records")
+    findings = findings_table(frames, typical)
+    doc.heading("Findings: conformant but inaccurate", 3)
+    doc.paragraph(f"{len(findings)} case(s) whose output equals what the precision model computes (the cpu "
+                  "emulation, bit for bit: emu_max_ulp 0) but misses its fp64 bound: a correct kernel of an "
+                  "inadequate precision (status inaccurate, docs/NUMERICS.md section 4). They do not fail the run.")
+    if len(findings):
+        doc.table(findings, row_class=lambda r: "warn")
+    out["findings"] = findings.to_dict("records")
     out["fits"] = fit_section(doc, typical, frames).to_dict("records")
     doc.heading("Fraction of cases within relative-L2 levels", 3)
     doc.table(ladder_table(typical))

@@ -15,7 +15,7 @@ from . import fleet, plots
 from .cases import ERROR_STATS, family_frame, status_matrix, throughput_table, worst_per_case
 from .document import Document
 from .fleet_output import gpu_label
-from .io import case_labels, failure_mask, family_axes, family_kind, output_mask
+from .io import case_labels, failure_mask, family_axes, finding_mask, family_kind, output_mask
 
 RUN_ATTRS = ("kval_version", "git_commit", "command_line", "creation_time", "complete", "backend", "mode", "seed",
              "nranks", "layout_version", "mpi_version", "hdf5_version", "hdf5_flavour", "cuda_runtime",
@@ -282,9 +282,11 @@ def _summary(doc, runs, frames):
     for name, (frame, axes) in frames.items():
         ds = runs.families[name]
         n_fail = int(failure_mask(frame["status"]).sum())
+        n_found = int(finding_mask(frame["status"]).sum())
         n_ran = int(output_mask(frame["status"]).sum())
         lines.append(f"{name}: {ds.attrs['n_valid']} valid case(s), {ds.attrs['n_skipped']} skipped; "
-                     f"{n_ran} (rank, case) result(s), {n_fail} failure(s).")
+                     f"{n_ran} (rank, case) result(s), {n_fail} failure(s)"
+                     + (f", {n_found} inaccurate (conformant findings, not failures)." if n_found else "."))
     ranks = runs.ranks
     doc.heading("Summary")
     doc.paragraph(f"{len(runs.files)} file(s), {len(ranks)} rank(s) on {ranks['host'].nunique()} host(s), "

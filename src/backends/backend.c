@@ -58,13 +58,10 @@ void kv_node_name(char *buf, size_t n) {
 }
 
 void kv_case_data_free(kv_case_data *d) {
-  free(d->out);
-  free(d->aux);
+  void (*release)(void *) = d->release ? d->release : free;
+  void *downloaded[] = {d->out, d->aux, d->ref, d->mag, d->aux_ref, d->aux_mag};
+  for (size_t i = 0; i < sizeof downloaded / sizeof downloaded[0]; i++) release(downloaded[i]);
   free(d->rows);
-  free(d->ref);
-  free(d->mag);
-  free(d->aux_ref);
-  free(d->aux_mag);
   free(d->times);
   memset(d, 0, sizeof *d);
 }

@@ -55,6 +55,7 @@ typedef struct {
   double ref_seconds;  /* wall time of the reference */
   double ref_xcheck;   /* GPU vs CPU reference disagreement (NaN when not cross-checked) */
   kv_telemetry tel;    /* around the measurement */
+  kv_phases phases;    /* wall time of the backend's phases (the runner adds judge and total) */
   kv_kernel_resources res; /* of the kernel variant (-1 when unknown, e.g. on the cpu backend) */
   /* Requests of the runner, set before run_case (a backend may ignore them):
    * device_stats - compute the error statistics where the data is (the device) and hand them
@@ -63,6 +64,8 @@ typedef struct {
    * device_hang  - launch a kernel that never finishes in this case (--inject hang). */
   int device_stats, device_fault, device_hang;
   int has_stats;       /* 1: stats holds the error statistics of output 0 against ref */
+  void (*release)(void *); /* frees out, aux, ref, mag, aux_ref and aux_mag (a backend's host
+                            * buffers); NULL: they came from malloc */
   kv_errstats stats;
   /* What the backend's own checks found ("" when nothing), each judged by the runner:
    * out_of_bounds - a guard band around an output, or an input tensor, changed (which, where);

@@ -261,12 +261,16 @@ static kv_status cpu_run_case(const kv_case *c, const kv_run_settings *rs, kv_ca
   host_buffers b;
   memset(&b, 0, sizeof b);
   uint64_t launch[KV_LAUNCH_SUMS] = {0, 0, 0};
+  double mark = kv_wtime();
   kv_status st = buffers_make(c, rs, &t, &b);
+  d->phases.setup = kv_lap(&mark);
   if (st == KV_OK) st = time_emulation(c, rs, &t, &b, launch, d);
+  d->phases.timing = kv_lap(&mark);
   if (st == KV_OK) check_buffers(&t, &b, launch, d);
-  if (st == KV_OK) st = cpu_reference(c, &cost, rs, (const void *const *)b.in, t.n_out > 1, d);
   if (st == KV_OK) st = copy_out(&b, &t, 0, &d->out);
   if (st == KV_OK && t.n_out > 1) st = copy_out(&b, &t, 1, (void **)&d->aux);
+  d->phases.checks = kv_lap(&mark);
+  if (st == KV_OK) st = cpu_reference(c, &cost, rs, (const void *const *)b.in, t.n_out > 1, d);
   d->out_count = t.out[0].count;
   d->out_type = t.out[0].dtype;
   d->aux_count = t.n_out > 1 ? t.out[1].count : 0;

@@ -56,6 +56,6 @@ const char *kv_precision_invalid_reason(kv_precision p) {
 const char *kv_status_name(kv_case_status s) {
   static const char *const names[KV_NSTATUS] = {"not_run",        "pass",  "fail_tolerance",        "fail_nonfinite",
                                                 "skipped",        "error", "fail_nondeterministic", "fail_out_of_bounds",
-                                                "fail_bias",      "fail_timing"};
+                                                "fail_bias",      "fail_timing", "inaccurate"};
   return (unsigned)s < KV_NSTATUS ? names[s] : "?";
 }

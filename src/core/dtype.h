@@ -31,7 +31,7 @@ const char *kv_precision_invalid_reason(kv_precision p);
 
 /* Status of one case, stored in the file as an HDF5 enum with these names and values (the
  * values never change; new ones are appended). Every fail_* fails the job (exit 1); error is a
- * runtime error (exit 3). */
+ * runtime error (exit 3); inaccurate is a finding that fails nothing (src/run/conform.h). */
 typedef enum {
   KV_NOT_RUN = 0,
   KV_PASS = 1,
@@ -43,6 +43,7 @@ typedef enum {
   KV_FAIL_OUT_OF_BOUNDS = 7,    /* a write outside the output tensors: a guard band or an input changed */
   KV_FAIL_BIAS = 8,             /* a systematic rounding bias that round to nearest cannot produce */
   KV_FAIL_TIMING = 9,           /* an impossible measurement: faster than the measured ceiling */
+  KV_INACCURATE = 10,           /* beyond its fp64 bound, but exactly what the precision model computes */
   KV_NSTATUS
 } kv_case_status;
 const char *kv_status_name(kv_case_status s);

@@ -33,6 +33,13 @@
   X(aux_bound_ratio, aux_bound_ratio, "1", "max |aux - ref| / its bound (pass <= 1)")                        \
   X(ref_seconds, ref_seconds, "s", "wall time of the fp64 reference")                                        \
   X(ref_xcheck, ref_xcheck, "1", "max relative disagreement GPU vs CPU fp64 reference on sampled rows")      \
+  X(t_setup, phases.setup, "s", "wall time of buffers, input generation and the kernel's prepare")            \
+  X(t_timing, phases.timing, "s", "wall time of the warm-up and timed repetitions (flushes, launches, waits)") \
+  X(t_checks, phases.checks, "s", "wall time of the verification launch, guard-band/input/launch checks, downloads") \
+  X(t_stats, phases.stats, "s", "wall time of the error statistics on the device")                            \
+  X(t_xcheck, phases.xcheck, "s", "wall time of the cross-checks of the reference and statistics")            \
+  X(t_judge, phases.judge, "s", "wall time of the host statistics, verdict and fingerprint")                  \
+  X(t_case, phases.total, "s", "wall time of the whole case")                                                 \
   X(time_min, timing.min, "s", "minimum kernel time")                                                        \
   X(time_median, timing.median, "s", "median kernel time")                                                   \
   X(time_mean, timing.mean, "s", "mean kernel time")                                                         \
@@ -47,7 +54,8 @@
   X(sm_clock_max, tel.sm_clock_max, "MHz", "highest SM clock seen around the measurement")                   \
   X(mem_clock, tel.mem_clock, "MHz", "memory clock")                                                         \
   X(temperature, tel.temperature, "degC", "GPU temperature after the measurement")                           \
-  X(power, tel.power, "W", "GPU power draw after the measurement")
+  X(power, tel.power, "W", "GPU power draw after the measurement")                                          \
+  X(emu_max_ulp, emu_max_ulp, "1", "max |out - emulation| in ULPs of the storage type (NaN: conformance not judged)")
 
 /* X(name, member, unit, description) - int64 datasets, -1 where not run. */
 #define KV_RESULT_INTS(X)                                                                                    \
@@ -78,8 +86,10 @@ typedef struct {
   kv_timing timing;
   kv_telemetry tel;
   kv_kernel_resources res;
+  kv_phases phases;
   double red_len, aux_max_abs, aux_bound_ratio, ref_seconds, ref_xcheck, tflops, gbps, intensity, roofline_frac;
   int64_t ref_rows;
+  double emu_max_ulp; /* conformance: max distance from the emulation in output ULPs (run/conform.h) */
   int64_t outcome; /* the family's outcome() of the case (tcprobe), -1 when it has none */
   char message[KV_MESSAGE_LEN]; /* skip reason or error message */
 } kv_result;

@@ -1,7 +1,8 @@
 /* timing.c - robust statistics of repeated kernel timings (min, median, mean, p10, p90,
  * standard deviation; percentiles linearly interpolated between order statistics), the
  * relative standard error of the median from its distribution-free order-statistic 95%
- * confidence interval (the harness's stop rule), and the monotonic wall clock. */
+ * confidence interval (the harness's stop rule), the monotonic wall clock, and unset
+ * telemetry and phase times. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -75,6 +76,16 @@ double kv_wtime(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double kv_lap(double *mark) {
+  const double now = kv_wtime(), dt = now - *mark;
+  *mark = now;
+  return dt;
+}
+
+void kv_phases_unknown(kv_phases *p) {
+  p->setup = p->timing = p->checks = p->stats = p->xcheck = p->judge = p->total = NAN;
 }
 
 void kv_telemetry_unknown(kv_telemetry *t) {

@@ -21,6 +21,21 @@ typedef struct {
   int clock_flag;                    /* 1 when the SM clock fell below 75% of its maximum */
 } kv_telemetry;
 
+/* Wall time of the phases of one case, seconds (NaN where a backend has no such phase):
+ * where a run's time goes beside the timed launches (docs/PERFORMANCE.md). */
+typedef struct {
+  double setup;  /* device or host buffers, input generation, the family's prepare */
+  double timing; /* warm-up and timed repetitions: flushes, launches, waits, telemetry */
+  double checks; /* verification launch, guard bands, inputs, launch checksums, downloads */
+  double stats;  /* error statistics where the backend computes them (the device) */
+  double xcheck; /* cross-checks of the reference and the statistics on sampled rows */
+  double judge;  /* the runner: host statistics, the verdict, the fingerprint */
+  double total;  /* the whole case, from the runner's call to the backend to its verdict */
+} kv_phases;
+
+/* Phases with nothing measured (NaN). */
+void kv_phases_unknown(kv_phases *p);
+
 /* Telemetry with nothing known. */
 void kv_telemetry_unknown(kv_telemetry *t);
 
@@ -33,5 +48,8 @@ double kv_timing_median_rse(const double *samples, int n);
 
 /* Monotonic wall clock in seconds. */
 double kv_wtime(void);
+
+/* Seconds since *mark, and *mark set to now: the phase timer of the backends. */
+double kv_lap(double *mark);
 
 #endif

@@ -21,12 +21,6 @@ static inline uint32_t f32_bits(float x) {
   return u;
 }
 
-static inline float bits_f32(uint32_t u) {
-  float x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
-
 static inline uint64_t f64_bits(double x) {
   uint64_t u;
   memcpy(&u, &x, sizeof u);
@@ -62,23 +56,9 @@ uint16_t kv_f64_to_bf16(double x) {
 /* fp64 -> fp32 with round to nearest even, independent of the FPU rounding mode. */
 static inline float f64_to_f32(double x) {
   const uint64_t u = f64_bits(x);
-  return bits_f32((uint32_t)((u >> 32) & 0x80000000u) |
+  return kv_bits_f32((uint32_t)((u >> 32) & 0x80000000u) |
                   (uint32_t)kv_narrow_bits(u & 0x7fffffffffffffffULL, 52, 1023, 23, 127));
 }
-
-float kv_f16_to_f32(uint16_t h) {
-  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  const uint32_t a = h & 0x7fffu;
-  if (a >= 0x7c00u) return bits_f32(sign | 0x7f800000u | ((a & 0x3ffu) << 13)); /* inf, NaN */
-  if (a >= 0x0400u) return bits_f32(sign | ((a + ((127u - 15u) << 10)) << 13)); /* normal */
-  if (a == 0) return bits_f32(sign);
-  /* subnormal a * 2^-24: normalise so the leading bit becomes the hidden bit */
-  const int lead = 31 - __builtin_clz(a); /* 0..9 */
-  const uint32_t mant = (a << (23 - lead)) & 0x7fffffu;
-  return bits_f32(sign | ((uint32_t)(lead - 24 + 127) << 23) | mant);
-}
-
-float kv_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
 
 float kv_round_f32(float x, kv_dtype t) {
   switch (t) {

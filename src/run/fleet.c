@@ -9,7 +9,9 @@
 
 #include "core/dtype.h"
 
-static int produced_output(signed char s) { return s == KV_PASS || s == KV_FAIL_TOLERANCE || s == KV_FAIL_NONFINITE; }
+static int produced_output(signed char s) {
+  return s == KV_PASS || s == KV_FAIL_TOLERANCE || s == KV_FAIL_NONFINITE || s == KV_INACCURATE;
+}
 
 static int fleet_verbose;
 void kv_fleet_set_verbose(int verbose) { fleet_verbose = verbose; }

@@ -9,7 +9,10 @@
  *   fail_tolerance         an element beyond its bound (output or auxiliary output), or a
  *                          probe's outcome that contradicts the precision model (tcprobe);
  *   fail_bias              a rounding bias round to nearest cannot produce;
- *   fail_timing            a rate above KV_ROOFLINE_LIMIT times the measured ceiling. */
+ *   fail_timing            a rate above KV_ROOFLINE_LIMIT times the measured ceiling;
+ *   inaccurate             fail_tolerance or fail_nonfinite, but the outputs equal the cpu
+ *                          emulation bit for bit where the precision model is exact
+ *                          (conform.h): below every other finding, so any of them still fails. */
 #include "run/judge.h"
 
 #include <math.h>
@@ -20,17 +23,19 @@
 
 #include "numerics/errstats.h"
 #include "numerics/tolerance.h"
+#include "run/conform.h"
 
 /* Severity of a status: a more severe finding replaces the verdict (and its message). */
 static int severity(int status) {
   switch (status) {
-    case KV_ERROR: return 7;
-    case KV_FAIL_OUT_OF_BOUNDS: return 6;
-    case KV_FAIL_NONDETERMINISTIC: return 5;
-    case KV_FAIL_NONFINITE: return 4;
-    case KV_FAIL_TOLERANCE: return 3;
-    case KV_FAIL_BIAS: return 2;
-    case KV_FAIL_TIMING: return 1;
+    case KV_ERROR: return 8;
+    case KV_FAIL_OUT_OF_BOUNDS: return 7;
+    case KV_FAIL_NONDETERMINISTIC: return 6;
+    case KV_FAIL_NONFINITE: return 5;
+    case KV_FAIL_TOLERANCE: return 4;
+    case KV_FAIL_BIAS: return 3;
+    case KV_FAIL_TIMING: return 2;
+    case KV_INACCURATE: return 1;
     default: return 0;
   }
 }
@@ -38,6 +43,16 @@ static int severity(int status) {
 static void raise_status(kv_result *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void raise_status(kv_result *r, int status, const char *fmt, ...) {
   if (severity(status) <= severity(r->status)) return;
+  r->status = status;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->message, sizeof r->message, fmt, ap);
+  va_end(ap);
+}
+
+/* Status and message set whatever the severity (the conformance verdict lowers a failure). */
+static void set_status(kv_result *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_status(kv_result *r, int status, const char *fmt, ...) {
   r->status = status;
   va_list ap;
   va_start(ap, fmt);
@@ -117,6 +132,24 @@ static void judge_bias(const kv_case *c, const kv_run_settings *rs, kv_result *r
                  s->bias_mag_ulp, s->bias_mag_ulp < 0 ? "toward" : "away from", s->bias_se, limit);
 }
 
+/* An accuracy failure (fail_tolerance, fail_nonfinite) of a case whose conformance is judged
+ * (conform.h): inaccurate when the outputs equal the emulation, else the failure stays and
+ * says how far the outputs are from it. r->emu_max_ulp records the deviation. */
+static kv_status judge_conformance(const kv_case *c, const kv_run_settings *rs, const kv_case_data *d, kv_result *r) {
+  if ((r->status != KV_FAIL_TOLERANCE && r->status != KV_FAIL_NONFINITE) || !kv_conform_judged(c)) return KV_OK;
+  kv_conformance m;
+  KV_TRY(kv_conform_measure(c, rs, d, &m));
+  r->emu_max_ulp = m.max_ulp;
+  char accuracy[KV_MESSAGE_LEN];
+  memcpy(accuracy, r->message, sizeof accuracy);
+  if (m.n_differ)
+    set_status(r, r->status, "not the model: %zu elements differ from the emulation (first %zu, max %.3g ulp)",
+               m.n_differ, m.first, m.max_ulp);
+  else
+    set_status(r, KV_INACCURATE, "equals the emulation; %s", accuracy);
+  return KV_OK;
+}
+
 /* Timing statistics and throughput; a rate the device cannot reach fails the timing. */
 static void judge_timing(const kv_cost *cost, const kv_run_settings *rs, const kv_rank_info *info, kv_case_data *d,
                          kv_result *r) {
@@ -165,6 +198,7 @@ kv_status kv_judge_case(const kv_case *c, const kv_cost *cost, const kv_run_sett
     snprintf(r->message, sizeof r->message, "output beyond its bound: %.3g x bound at element %lld",
              r->stats.max_bound_ratio, (long long)r->stats.worst_index);
   judge_aux(c, rs, d, r);
+  KV_TRY(judge_conformance(c, rs, d, r));
   judge_bias(c, rs, r);
   judge_timing(cost, rs, info, d, r);
   judge_outcome(c, d, r);

@@ -1,8 +1,8 @@
 /* runner.c - the common driver of a rank: for each of its cases, ask the backend for the
  * output, the reference (or the error statistics it computed on the device), timings and its
  * own findings, apply --inject faults, have the case judged (judge.c), fingerprint the
- * output, stream the row to the output, print progress and failures; at the end compare
- * fingerprints across ranks (fleet mode). */
+ * output, stream the row to the output, print progress and failures, and where rank 0's time
+ * went (its cases' phases and the writes); at the end compare fingerprints across ranks (fleet mode). */
 #include "run/runner.h"
 
 #include <math.h>
@@ -73,14 +73,19 @@ static void run_case(const kv_plan *p, size_t ci, const kv_backend *be, const kv
   kv_case_data d;
   memset(&d, 0, sizeof d);
   d.ref_xcheck = NAN;
+  kv_phases_unknown(&d.phases);
   kv_inject_requests(inj, n_inj, rank, ci, &d);
   char msg[KV_MESSAGE_LEN] = "";
+  const double start = kv_wtime();
   int ok = be->run_case(c, &p->run, &d, msg, sizeof msg) == KV_OK;
+  double mark = kv_wtime();
+  r->phases = d.phases;
   if (ok) kv_inject_apply(inj, n_inj, rank, ci, &d);
   if (!ok || kv_fatal_pending()) {
     r->status = KV_ERROR;
     snprintf(r->message, sizeof r->message, "%s",
              kv_fatal_pending() ? kv_fatal_pending() : msg[0] ? msg : "backend error (see the log)");
+    r->phases.total = mark - start;
     kv_case_data_free(&d);
     return;
   }
@@ -89,6 +94,8 @@ static void run_case(const kv_plan *p, size_t ci, const kv_backend *be, const kv
     snprintf(r->message, sizeof r->message, "error statistics failed (out of memory?)");
   }
   r->fingerprint = output_fingerprint(&d);
+  r->phases.judge = kv_lap(&mark);
+  r->phases.total = mark - start;
   kv_case_data_free(&d);
 }
 
@@ -103,6 +110,7 @@ static void report_failure(const kv_case *c, const kv_result *r, const kv_rank_i
 static void count_status(kv_run_summary *sum, int status) {
   switch (status) {
     case KV_PASS: sum->n_pass++; break;
+    case KV_INACCURATE: sum->n_inaccurate++; break;
     case KV_SKIPPED: sum->n_skipped++; break;
     case KV_ERROR: sum->n_error++; break;
     default: sum->n_fail++; break;
@@ -113,6 +121,36 @@ typedef struct {
   double start, last_print, est_total, est_done;
   size_t done, total;
 } progress;
+
+/* Where a rank's time went: the sums of its cases' phases, the references, and the rounds'
+ * writes (with their waits for the other ranks). */
+typedef struct {
+  kv_phases sum;
+  double reference, writes;
+} time_spent;
+
+static void add_phase(double *sum, double t) {
+  if (isfinite(t)) *sum += t;
+}
+
+static void spend(time_spent *ts, const kv_result *r) {
+  add_phase(&ts->sum.setup, r->phases.setup);
+  add_phase(&ts->sum.timing, r->phases.timing);
+  add_phase(&ts->sum.checks, r->phases.checks);
+  add_phase(&ts->sum.stats, r->phases.stats);
+  add_phase(&ts->sum.xcheck, r->phases.xcheck);
+  add_phase(&ts->sum.judge, r->phases.judge);
+  add_phase(&ts->sum.total, r->phases.total);
+  add_phase(&ts->reference, r->ref_seconds);
+}
+
+static void print_time_spent(const time_spent *ts, double wall) {
+  const kv_phases *p = &ts->sum;
+  fprintf(stderr,
+          "kval: rank 0 time: %.1f s: cases %.1f s (setup %.1f, timing %.1f, checks %.1f, reference %.1f, "
+          "statistics %.1f, cross-checks %.1f, judge %.1f), writes and waits %.1f s\n",
+          wall, p->total, p->setup, p->timing, p->checks, ts->reference, p->stats, p->xcheck, p->judge, ts->writes);
+}
 
 static void print_progress(progress *pg, int force) {
   double now = kv_wtime();
@@ -179,6 +217,8 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
       fprintf(stderr, "kval: --resume: %zu results kept from the file; %zu cases to run on rank 0\n", kept_all, n_mine);
   }
   progress pg = {.start = kv_wtime(), .last_print = kv_wtime(), .total = n_mine};
+  time_spent ts;
+  memset(&ts, 0, sizeof ts);
   for (size_t i = 0; i < n_mine; i++) pg.est_total += p->cases[mine[i]].est_seconds;
   kv_status st;
   for (size_t round = 0; round < rounds; round++) {
@@ -195,6 +235,7 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
       status[ci] = (signed char)r.status;
       fps[ci] = r.fingerprint;
       count_status(sum, r.status);
+      spend(&ts, &r);
       sum->n_run++;
       if (r.status != KV_PASS && r.status != KV_SKIPPED) report_failure(&p->cases[ci], &r, info);
       if (kv_fatal_pending())
@@ -204,8 +245,10 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
       pg.est_done += p->cases[ci].est_seconds;
     }
     int stop = stop_signal != 0;
+    const double w0 = kv_wtime();
     if (kv_output_write(o, have ? &r : NULL, &stop) != KV_OK)
       KV_FATAL("writing results to the output file failed; finished cases up to the last flush are kept");
+    ts.writes += kv_wtime() - w0;
     if (rank == 0 && !opt->quiet) print_progress(&pg, 0);
     if (stop) {
       sum->interrupted_by = stop_signal ? stop_signal : SIGTERM;
@@ -213,7 +256,10 @@ kv_status kv_runner_run(const kv_plan *p, const kv_options *opt, const kv_backen
     }
   }
   kv_progress_case(KV_PROGRESS_IDLE); /* serial HDF5: rank 0 waits here for the others, watching them */
-  if (rank == 0 && !opt->quiet) print_progress(&pg, 1);
+  if (rank == 0 && !opt->quiet) {
+    print_progress(&pg, 1);
+    print_time_spent(&ts, kv_wtime() - pg.start);
+  }
   free(mine);
   /* A signal may reach some ranks only: agree before the collective comparison. */
   int interrupted = sum->interrupted_by, any_interrupted = 0;

@@ -13,6 +13,7 @@
 
 typedef struct {
   int n_pass, n_fail, n_error, n_skipped, n_run;
+  int n_inaccurate; /* findings that fail nothing (conform.h) */
   int fingerprint_disagreements;
   int interrupted_by; /* 0, SIGINT or SIGTERM */
 } kv_run_summary;

@@ -8,13 +8,16 @@
 # not build, or makes kval exit 2 (input refused), is broken, not killed; one whose `from` text
 # does not occur exactly once is stale and stops the script before anything is built.
 #
-#   tests/mutation/run_mutants.sh [--kind cpu|gpu|cpu-gap|all] [--deck DECK] [--backend cpu|cuda]
+#   tests/mutation/run_mutants.sh [--kind cpu|gpu|cpu-gap|gpu-study|all] [--deck DECK] [--backend cpu|cuda]
 #       [--jobs N] [--make-jobs N] [--only ID,...] [--deadline SECONDS] [--timeout SECONDS]
 #       [--results FILE] [--compile-only] [--configure-args 'ARGS'] [--kval-args 'ARGS'] [--keep]
 #
 # --kind cpu (default): the cpu backend, inputs/smoke.deck, configured --with-cuda=no.
 # --kind gpu: the cuda backend, inputs/fleet.deck (its path sections reach every kernel path;
 #   about half a minute per run), KVAL_SKIP_CEILINGS=1 and --set run.watchdog=10 (a hung mutant is named in 10 s).
+# --kind gpu-study: the cuda backend, tests/mutation/study.deck: reduced-accumulation cases that
+#   are inaccurate on a healthy GPU (conformant, outside their fp64 bound), where a kernel bug
+#   must fail the case as not the model instead of hiding in the inaccuracy.
 # --jobs N: N scratch copies build mutants in parallel (make -j --make-jobs each, default
 #   cores / N); kval runs one at a time (one GPU). A run stops (SIGTERM, kval stops cleanly) at
 #   its first failing case or after --timeout seconds (default 60 cpu, 120 cuda).
@@ -46,7 +49,8 @@ while [ $# -gt 0 ]; do
 done
 case "$kind" in cpu|cpu-gap) : "${backend:=cpu}" "${deck:=inputs/smoke.deck}" ;;
   gpu|all) : "${backend:=cuda}" "${deck:=inputs/fleet.deck}" ;;
-  *) die "--kind must be cpu, gpu, cpu-gap or all, got '$kind'" ;; esac
+  gpu-study) : "${backend:=cuda}" "${deck:=tests/mutation/study.deck}" ;;
+  *) die "--kind must be cpu, gpu, cpu-gap, gpu-study or all, got '$kind'" ;; esac
 case "$backend" in cpu) : "${timeout:=60}" ;; cuda) : "${timeout:=120}" ;;
   *) die "--backend must be cpu or cuda, got '$backend'" ;; esac
 for n in "$jobs" "$deadline" "$timeout" ${make_jobs:+"$make_jobs"}; do

@@ -22,9 +22,9 @@ import h5py
 import numpy as np
 
 NOT_RUN, SKIPPED = 0, 4
-# Per-cell datasets that measure time, the machine or the moment, not the computation.
-IGNORED = {"time_min", "time_median", "time_mean", "time_p10", "time_p90", "time_stddev", "reps", "tflops",
-           "gbps", "roofline_frac", "ref_seconds", "sm_clock_min", "sm_clock_max", "mem_clock", "temperature",
+# Per-cell datasets that measure time, the machine or the moment, not the computation: every
+# dataset in seconds (its `units` attribute "s": kernel times, the reference's, the phases) and
+IGNORED = {"reps", "tflops", "gbps", "roofline_frac", "sm_clock_min", "sm_clock_max", "mem_clock", "temperature",
            "power", "throttle_reasons", "clock_flag",
            "checksum"}  # a hash of the row, timings included
 FLEET = {"fp_distinct", "fp_majority", "fp_agrees"}  # written at the end of an uninterrupted run
@@ -50,6 +50,8 @@ class Run:
                        "scales": {a: g[a][...] for a in axes}, "data": {}}
                 shape = g["status"].shape
                 for dname, ds in g.items():
+                    if isinstance(ds, h5py.Dataset) and _plain(ds.attrs.get("units", "")) == "s":
+                        continue
                     if isinstance(ds, h5py.Dataset) and ds.shape[:len(shape)] == shape:
                         fam["data"][dname] = ds[...]
                     elif isinstance(ds, h5py.Dataset) and dname in FLEET:

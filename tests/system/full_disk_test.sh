@@ -1,6 +1,6 @@
 #!/bin/sh
 # full_disk_test.sh - a full disk never hangs kval and never leaves a half-made file: on a
-# 2 MiB tmpfs a 2-rank job whose file needs about 7 MiB ends, in the flavour of this build,
+# 4 MiB tmpfs a 2-rank job whose file needs about 7 MiB ends, in the flavour of this build,
 # with exit 3, "No space left on device" in its first line of output, and nothing in the
 # directory (no file, no PATH.part-*, no journal); one whose file fits runs to exit 0 there.
 # Needs root (mount); skipped (77) with the reason where mounting a tmpfs is not permitted.
@@ -10,8 +10,8 @@ set -u
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kval_full.XXXXXX") || exit 1
 disk=$tmp/disk
 mkdir "$disk"
-if ! mount -t tmpfs -o size=2M tmpfs "$disk" 2>"$tmp/mount.err"; then
-  echo "SKIP: cannot mount a 2 MiB tmpfs to fill ($(head -c 200 "$tmp/mount.err")): needs root and mount rights"
+if ! mount -t tmpfs -o size=4M tmpfs "$disk" 2>"$tmp/mount.err"; then
+  echo "SKIP: cannot mount a 4 MiB tmpfs to fill ($(head -c 200 "$tmp/mount.err")): needs root and mount rights"
   rm -rf "$tmp"
   exit 77
 fi

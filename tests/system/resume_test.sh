@@ -202,7 +202,9 @@ with h5py.File('$tmp/$n.h5', 'r+') as f:
   cmp -s "$tmp/$n.h5" "$tmp/$n.damaged" || fail "$n: the refused file was modified"
   [ $rc -ne 0 ] || echo "ok $n: exit 2, '$phrase'"
 }
-for v in 10 127 200; do # the byte itself (statuses are 0..9): 200 is int8 -56
+# the first value past the statuses: the count of names in kv_status_name's table (src/core/dtype.c)
+nstatus=$(sed -n '/names\[KV_NSTATUS\] = {/,/};/p' "$top_srcdir/src/core/dtype.c" | grep -o '"[a-z_]*"' | wc -l)
+for v in "$nstatus" 127 200; do # the byte itself (statuses are 0..nstatus-1): 200 is int8 -56
   damage "status_$v" "): not a status of this kval" "s[tuple(kept)] = np.uint8($v).view(np.int8); g['status'].id.write(h5py.h5s.ALL, h5py.h5s.ALL, s)"
 done
 # a valid status that is not the one recorded: the row's checksum no longer matches

@@ -2,7 +2,8 @@
 # slurm_kval.sh - kval's checks shared by the Slurm tests; sourced after slurm_cluster.sh, with
 # KVAL, top_srcdir and PYTHON set and a cluster started. Each check prints "ok: ..." or
 # "FAIL: ..." (with the job's log) and returns 0 or 1.
-#   kval_decks DIR             DIR/tiny.deck (seconds in all) and DIR/long.deck (36 fa2 cases of
+#   kval_decks DIR             DIR/tiny.deck (seconds in all), DIR/study.deck (a precision study
+#                              whose bf16:bf16 rmsnorm at hidden 8192 is inaccurate) and DIR/long.deck (36 fa2 cases of
 #                              about 0.1 s each per rank: long enough to be interrupted mid-run)
 #   kval_job_ok JOB DIR N      JOB ended COMPLETED, its log says "kval exited 0" and DIR/kval-JOB.h5
 #                              is a finished file of N ranks (check_layout.py --expect-run)
@@ -26,6 +27,12 @@ hidden = 128 256
 variant = kval-mma
 precision = fp16:fp32
 shape = 32x32x64
+DECK
+  cat > "$1/study.deck" <<'DECK'
+[rmsnorm]
+precision = bf16:fp32 bf16:bf16
+rows = 8
+hidden = 1024 8192
 DECK
   cat > "$1/long.deck" <<'DECK'
 [run]

@@ -1,7 +1,8 @@
 #!/bin/sh
 # slurm_test.sh - the Slurm scripts under a real one-node Slurm started here (slurm_cluster.sh):
 # submits jobs/kval.sbatch (2 ranks, srun --mpi=pmix), jobs/fleet.sh (one job per node plus the
-# dependent analysis job) and jobs/precision-study.sbatch with the cpu backend and tiny decks,
+# dependent analysis job) and jobs/precision-study.sbatch (a study with inaccurate findings:
+# COMPLETED; with a failed case: FAILED) with the cpu backend and tiny decks,
 # and checks the HDF5 files and analysis outputs. Then the time-limit rehearsal: the warning
 # signal to a running kval.sbatch job must leave a resumable file, and the requeued job must
 # finish it with --resume. Every wait is on a condition (a job's state, a file, installed signal
@@ -52,17 +53,29 @@ done
 grep -q "<testsuite" "$tmp/fleet/fleet-junit.xml" 2>/dev/null || fail "fleet JUnit XML has no testsuite"
 [ $rc -eq 0 ] && echo "ok: fleet.sh campaign and its analysis job"
 
-# 3. precision-study.sbatch: split mode, then the precision analysis.
+# 3. precision-study.sbatch: split mode, then the precision analysis. A study whose only
+#    findings are inaccurate cases completes (exit 0); one with a failed case (a bit flipped in
+#    rank 0's outputs) ends FAILED, its report still written.
 slurm_step "3. precision-study.sbatch"
 mkdir -p "$tmp/prec"
 cd "$tmp/prec" || exit 1
-pid=$(sbatch --parsable --ntasks=2 --time=00:30:00 \
-        --export=ALL,DECK="$tmp/tiny.deck",OUTDIR="$tmp/prec",BACKEND=cpu,ANALYSIS="$top_srcdir/analysis" \
-        "$top_srcdir/jobs/precision-study.sbatch") || fail "sbatch precision-study.sbatch"
-slurm_wait_job "$pid" "$tmp/prec/kval-precision-$pid.out" slurm_ended "$pid" || fail "precision job did not finish"
-[ -f "$tmp/prec/precision-$pid.h5" ] || { fail "precision study wrote no file"; cat "$tmp/prec"/*.out; }
-ls "$tmp/prec/precision-$pid"/*.html >/dev/null 2>&1 || { fail "precision study wrote no report"; cat "$tmp/prec"/*.out; }
-[ $rc -eq 0 ] && echo "ok: precision-study.sbatch"
+prec_job() { # KVAL_ARGS: the study's job id
+  sbatch --parsable --ntasks=2 --time=00:30:00 \
+    --export=ALL,DECK="$tmp/study.deck",OUTDIR="$tmp/prec",BACKEND=cpu,ANALYSIS="$top_srcdir/analysis",KVAL_ARGS="$1" \
+    "$top_srcdir/jobs/precision-study.sbatch"
+}
+for want in COMPLETED FAILED; do
+  args=; [ $want = FAILED ] && args="--inject bitflip@0"
+  pid=$(prec_job "$args") || { fail "sbatch precision-study.sbatch"; continue; }
+  slurm_wait_job "$pid" "$tmp/prec/kval-precision-$pid.out" slurm_ended "$pid" || fail "precision job did not finish"
+  [ -f "$tmp/prec/precision-$pid.h5" ] || { fail "precision study wrote no file"; cat "$tmp/prec"/*.out; }
+  ls "$tmp/prec/precision-$pid"/*.html >/dev/null 2>&1 || { fail "precision study wrote no report"; cat "$tmp/prec"/*.out; }
+  state=$(slurm_state "$pid")
+  [ "$state" = $want ] || { fail "precision study${args:+ with $args} ended $state, expected $want"; cat "$tmp/prec/kval-precision-$pid.out"; }
+  [ $want = COMPLETED ] && { grep -q "^| rmsnorm | precision=bf16:bf16 .*equals the emulation" "$tmp/prec/precision-$pid/precision.md" ||
+    fail "the precision report does not list the inaccurate case as a finding"; }
+done
+[ $rc -eq 0 ] && echo "ok: precision-study.sbatch (exit 0 with inaccurate findings, FAILED with a failed case)"
 
 # 4. Time limit: Slurm's warning signal (USR1) to the batch shell stops kval (exit 143, file
 #    resumable); the job requeues itself and the rerun completes the same file with --resume.

@@ -4,15 +4,20 @@
  * in both forms and where it is not judged, an impossible timing and the warm timing that is
  * not judged, nondeterministic launches, a changed guard band, the GPU-vs-CPU reference
  * cross-check, a harness finding, a probe family's outcome and its contradiction of the
- * precision model), the most severe finding wins, and the host statistics path
- * (no device statistics) judges the output, sampled rows included. Removing any branch of
- * judge.c fails a check here. */
+ * precision model), the most severe finding wins, the host statistics path (no device
+ * statistics) judges the output, sampled rows included, and the conformance verdict
+ * (conform.c): an accuracy failure equal to the emulation bit for bit is inaccurate only for
+ * a reduced accumulator where the model is exact; one differing bit, an fp32 accumulator or
+ * any other finding keeps it failing; a passing case never runs the emulation. Removing any
+ * branch of judge.c fails a check here. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "families/kit.h"
 #include "numerics/halfprec.h"
+#include "numerics/rng.h"
 #include "numerics/tolerance.h"
 #include "run/judge.h"
 #include "test_util.h"
@@ -27,6 +32,27 @@ static long long outcome_seven(const kv_case *c, const void *out, int *contradic
   *contradicts = outcome_contradicts;
   snprintf(words, n, "probe: seven from %g%s", (double)*(const float *)out, outcome_contradicts ? "; needs six" : "");
   return 7;
+}
+
+/* The conformance family: one fp16 input of 64 elements, the emulation copies it to the
+ * output, writes a NaN with a payload at element 5 (an fp16 sum that overflowed) and counts
+ * its calls. */
+#define TINY_N 64
+static int emulate_calls;
+static int exact_yes(const kv_case *c) { (void)c; return 1; }
+static int exact_no(const kv_case *c) { (void)c; return 0; }
+static void tiny_tensors(const kv_case *c, kv_tensors *t) {
+  (void)c;
+  t->n_in = t->n_out = 1;
+  t->in[0] = (kv_tensor_spec){.name = "x", .dtype = KV_FP16, .count = TINY_N, .dist = KV_DIST_NORMAL, .scale = 1.0};
+  t->out[0] = (kv_tensor_spec){.name = "y", .dtype = KV_FP16, .count = TINY_N};
+}
+static kv_status tiny_emulate(const kv_case *c, void *const *in, void *const *out) {
+  (void)c;
+  emulate_calls++;
+  memcpy(out[0], in[0], TINY_N * sizeof(uint16_t));
+  ((uint16_t *)out[0])[5] = 0x7fff;
+  return KV_OK;
 }
 
 static kv_family fam;
@@ -65,7 +91,7 @@ static void fresh(kv_case_data *d, kv_result *r) {
   cost.bytes = 1e9;
   cost.red_len = 64;
   memset(d, 0, sizeof *d);
-  memset(r, 0, sizeof *r);
+  kv_result_init(r, 0, 0, 0);
   times[0] = times[1] = times[2] = 1.0;
   d->times = times;
   d->n_times = 3;
@@ -314,6 +340,91 @@ int main(void) {
   snprintf(d.nondeterministic, sizeof d.nondeterministic, "launches differ");
   judge(&d, &r);
   EXPECT_STATUS(r, KV_FAIL_OUT_OF_BOUNDS);
+
+  TEST("conformance: an accuracy failure equal to the emulation, fp16:fp16 where the model is exact: inaccurate");
+  {
+    uint16_t out[TINY_N];
+    kv_tensors t;
+    memset(&t, 0, sizeof t);
+    tiny_tensors(&kcase, &t);
+#define CONFORM_CASE(acc, exact, ratio, nan)                                                       \
+  do {                                                                                         \
+    fresh(&d, &r);                                                                             \
+    fam.tensors = tiny_tensors;                                                                \
+    fam.emulate = tiny_emulate;                                                                \
+    fam.emulation_exact = (exact);                                                             \
+    kcase.prec.accum = (acc);                                                                  \
+    kcase.key = 99;                                                                            \
+    rs.seed = 7;                                                                               \
+    d.out = out;                                                                               \
+    d.out_count = TINY_N;                                                                      \
+    d.out_type = KV_FP16;                                                                      \
+    d.stats.max_bound_ratio = (ratio);                                                         \
+    d.stats.n_nan = (nan);                                                                     \
+    emulate_calls = 0;                                                                         \
+  } while (0)
+    EXPECT(kv_generate_host(&t.in[0], kv_stream_key(7, 99, 0), out) == KV_OK, "input generation");
+    out[5] = 0x7e00; /* the GPU's canonical NaN where the emulation writes one with a payload */
+    CONFORM_CASE(KV_FP16, exact_yes, 3.0, 1);
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_INACCURATE);
+    EXPECT_CONTAINS(r.message, "equals the emulation; 1 NaN");
+    EXPECT(r.emu_max_ulp == 0.0 && emulate_calls == 1, "emu_max_ulp %g, %d emulations", r.emu_max_ulp, emulate_calls);
+    CONFORM_CASE(KV_FP16, exact_yes, 3.0, 0);
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_INACCURATE);
+    EXPECT_CONTAINS(r.message, "equals the emulation; output beyond its bound: 3 x bound");
+
+    TEST("conformance: a NaN where the emulation writes a number keeps fail_nonfinite");
+    const uint16_t keep = out[6];
+    out[6] = 0x7e00;
+    CONFORM_CASE(KV_FP16, exact_yes, 3.0, 2);
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_NONFINITE);
+    EXPECT_CONTAINS(r.message, "not the model: 1 elements differ from the emulation (first 6,");
+    EXPECT(isinf(r.emu_max_ulp), "emu_max_ulp %g of a NaN against a number", r.emu_max_ulp);
+    out[6] = keep;
+
+    TEST("conformance: one element one ulp from the emulation keeps fail_tolerance, the deviation recorded");
+    CONFORM_CASE(KV_FP16, exact_yes, 3.0, 0);
+    out[17] ^= 1;
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
+    EXPECT_CONTAINS(r.message, "not the model: 1 elements differ from the emulation (first 17, max 1 ulp)");
+    EXPECT(r.emu_max_ulp == 1.0, "emu_max_ulp %g, expected 1", r.emu_max_ulp);
+    out[17] ^= 1;
+
+    TEST("conformance not judged: fp32 accumulation, a model that is not exact, a case that passes");
+    CONFORM_CASE(KV_FP32, exact_yes, 3.0, 0);
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
+    EXPECT(isnan(r.emu_max_ulp) && emulate_calls == 0, "fp32: emu_max_ulp %g, %d emulations", r.emu_max_ulp,
+           emulate_calls);
+    CONFORM_CASE(KV_FP16, exact_no, 3.0, 0);
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
+    EXPECT(emulate_calls == 0, "not exact: %d emulations", emulate_calls);
+    CONFORM_CASE(KV_FP16, exact_yes, 0.5, 0);
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_PASS);
+    EXPECT(isnan(r.emu_max_ulp) && emulate_calls == 0, "pass: emu_max_ulp %g, %d emulations", r.emu_max_ulp,
+           emulate_calls);
+
+    TEST("conformance: every other finding still fails an inaccurate case");
+    CONFORM_CASE(KV_FP16, exact_yes, 3.0, 0);
+    snprintf(d.nondeterministic, sizeof d.nondeterministic, "launches differ");
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_NONDETERMINISTIC);
+    CONFORM_CASE(KV_FP16, exact_yes, 3.0, 0);
+    info.copy_gbps = 0.5;
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_TIMING);
+    CONFORM_CASE(KV_FP16, exact_yes, 3.0, 0);
+    snprintf(d.out_of_bounds, sizeof d.out_of_bounds, "guard changed");
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_OUT_OF_BOUNDS);
+#undef CONFORM_CASE
+  }
 
   TEST("host statistics (no device statistics): all rows, then a sample of rows");
   {

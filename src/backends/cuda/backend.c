@@ -1,7 +1,8 @@
 /* backend.c - the `cuda` backend: binds the rank to its GPU, measures the ceilings, and runs a
  * case: device buffers laid out as kv_tensors with guard bands around the outputs (buffers.c),
  * inputs generated on the device (bit-identical to the host generator) and checksummed,
- * outputs poisoned with NaN bits, the case prepared once, the timing harness (harness.c) around
+ * outputs poisoned with NaN bits, the case prepared once, downloads into pinned host buffers
+ * kept from case to case (hostpool.c), the timing harness (harness.c) around
  * the family's launch (or, for the bench harness, a launch override on the family's prepared
  * problem: kv_cuda_run_case_with), a
  * verification launch on outputs poisoned again, the checks of guard bands, inputs and launch
@@ -37,6 +38,7 @@ static kv_status cuda_init(int local_rank, int local_size, const kv_run_settings
   info->local_rank = local_rank;
   info->local_size = local_size;
   KV_TRY(kv_cuda_bind(local_rank, local_size, info->host, &ctx.device));
+  kv_cuda_host_init(local_size);
   KV_TRY(kv_cuda_identify(ctx.device, info));
   ctx.max_sm_clock = kv_nvml_max_sm_clock();
   KV_TRY(CHECK_CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking)));
@@ -112,10 +114,11 @@ static kv_status verification_launch(const launchable *l, const kv_tensors *t, k
   return kv_cuda_wait(&ctx, deadline, "the verification launch");
 }
 
-/* bytes of a device buffer into a new host buffer. */
-static kv_status download(void **host, const void *dev, size_t bytes, double deadline, const char *what) {
-  *host = KV_MALLOC(bytes);
-  KV_TRY(CHECK_ALLOC(*host));
+/* bytes of a device buffer into a host buffer of the pool (released by kv_case_data_free). */
+static kv_status download(kv_case_data *d, void **host, const void *dev, size_t bytes, double deadline,
+                          const char *what) {
+  d->release = kv_cuda_host_put;
+  KV_TRY(kv_cuda_host_get(bytes, host));
   KV_TRY(CHECK_CUDA(cudaMemcpyAsync(*host, dev, bytes, cudaMemcpyDeviceToHost, ctx.stream)));
   return kv_cuda_wait(&ctx, deadline, what);
 }
@@ -125,11 +128,11 @@ static kv_status download(void **host, const void *dev, size_t bytes, double dea
 static kv_status collect(const kv_case *c, const void *problem, const kv_run_settings *rs, const kv_tensors *t,
                          const kv_cost *cost, kv_cuda_buffers *b, kv_case_data *d) {
   const double pass = kv_cuda_deadline(rs, pass_estimate(24.0 * (double)t->out[0].count));
-  KV_TRY(download(&d->out, b->out[0], tensor_bytes(&t->out[0]), pass, "the download of the output"));
+  KV_TRY(download(d, &d->out, b->out[0], tensor_bytes(&t->out[0]), pass, "the download of the output"));
   d->out_count = t->out[0].count;
   d->out_type = t->out[0].dtype;
   if (t->n_out > 1) {
-    KV_TRY(download((void **)&d->aux, b->out[1], tensor_bytes(&t->out[1]), pass, "the download of the output"));
+    KV_TRY(download(d, (void **)&d->aux, b->out[1], tensor_bytes(&t->out[1]), pass, "the download of the output"));
     d->aux_count = t->out[1].count;
   }
   const double t0 = kv_wtime();
@@ -140,19 +143,21 @@ static kv_status collect(const kv_case *c, const void *problem, const kv_run_set
   d->n_rows = cost->rows;
   d->row_len = cost->row_len;
   if (t->n_out > 1) {
-    KV_TRY(download((void **)&d->aux_ref, b->aux_ref, cost->rows * sizeof(double), pass, "the download of the reference"));
-    KV_TRY(download((void **)&d->aux_mag, b->aux_mag, cost->rows * sizeof(double), pass, "the download of the reference"));
+    KV_TRY(download(d, (void **)&d->aux_ref, b->aux_ref, cost->rows * sizeof(double), pass, "the download of the reference"));
+    KV_TRY(download(d, (void **)&d->aux_mag, b->aux_mag, cost->rows * sizeof(double), pass, "the download of the reference"));
   }
   if (d->device_stats) {
     const kv_tolerance tol = rs->has_tol_override ? rs->tol_override : kv_tolerance_default(c->prec);
+    const double s0 = kv_wtime();
     KV_TRY(kv_cuda_errstats(b->out[0], t->out[0].dtype, NULL, b->ref, b->mag, t->out[0].count, c->prec, &tol,
                             cost->red_len, kv_cuda_deadline(rs, 8.0 * pass_estimate(24.0 * (double)t->out[0].count)),
                             &d->stats, ctx.stream));
+    d->phases.stats = kv_wtime() - s0;
     d->has_stats = 1;
     return KV_OK;
   }
-  KV_TRY(download((void **)&d->ref, b->ref, t->out[0].count * sizeof(double), pass, "the download of the reference"));
-  return download((void **)&d->mag, b->mag, t->out[0].count * sizeof(double), pass, "the download of the reference");
+  KV_TRY(download(d, (void **)&d->ref, b->ref, t->out[0].count * sizeof(double), pass, "the download of the reference"));
+  return download(d, (void **)&d->mag, b->mag, t->out[0].count * sizeof(double), pass, "the download of the reference");
 }
 
 /* --inject sticky: a real sticky device error after the case's kernel ran. CHECK_CUDA defers
@@ -173,7 +178,7 @@ static kv_status inject(const kv_case *c, const kv_case_data *d, double deadline
 /* The steps of a case after its buffers exist; *step names the one that failed. */
 static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv_cuda_launch_override *ovr,
                            const kv_tensors *t, const kv_cost *cost, kv_cuda_buffers *b, void **problem, void **state,
-                           kv_case_data *d, const char **step, const char **why) {
+                           kv_case_data *d, double mark, const char **step, const char **why) {
   const kv_cuda_family *cf = c->fp->family->cuda;
   const double launch_deadline = kv_cuda_deadline(rs, launch_estimate(cost));
   *step = "input generation";
@@ -189,9 +194,11 @@ static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv
   }
   kv_kernel_resources res;
   if (l.resources(l.kernel, &res) == KV_OK) d->res = res;
+  d->phases.setup = kv_lap(&mark);
   *step = "launch";
   probe_arg pa = {t, b};
   KV_TRY(kv_cuda_time_case(&ctx, l.launch, l.kernel, rs, launch_deadline, probe, &pa, d));
+  d->phases.timing = kv_lap(&mark);
   KV_TRY(verification_launch(&l, t, b, launch_deadline));
   if (d->device_fault || d->device_hang) {
     *step = "injected device fault";
@@ -200,9 +207,13 @@ static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv
   *step = "checks of the guard bands, inputs and launches";
   KV_TRY(kv_cuda_buffers_check(&ctx, t, b, kv_cuda_deadline(rs, pass_estimate(cost->device_bytes)), d));
   *step = "GPU reference and error statistics";
+  d->phases.stats = 0.0;
   KV_TRY(collect(c, *problem, rs, t, cost, b, d));
+  d->phases.checks = kv_lap(&mark) - d->ref_seconds - d->phases.stats; /* with the downloads */
   *step = "cross-checks of the reference and the statistics";
-  return kv_cuda_xcheck(&ctx, c, t, cost, rs, b, d);
+  const kv_status st = kv_cuda_xcheck(&ctx, c, t, cost, rs, b, d);
+  d->phases.xcheck = kv_lap(&mark);
+  return st;
 }
 
 kv_status kv_cuda_run_case_with(const kv_case *c, const kv_run_settings *rs, const kv_cuda_launch_override *ovr,
@@ -229,8 +240,9 @@ kv_status kv_cuda_run_case_with(const kv_case *c, const kv_run_settings *rs, con
   memset(&b, 0, sizeof b);
   void *problem = NULL, *state = NULL;
   const char *step = "device allocation", *why = NULL;
+  const double mark = kv_wtime();
   kv_status st = kv_cuda_buffers_alloc(&t, &cost, &b);
-  if (st == KV_OK) st = run_steps(c, rs, ovr, &t, &cost, &b, &problem, &state, d, &step, &why);
+  if (st == KV_OK) st = run_steps(c, rs, ovr, &t, &cost, &b, &problem, &state, d, mark, &step, &why);
   if (kv_fatal_pending()) { /* a timeout or a sticky error: the device must not be touched again */
     set_message(message, msglen, "cuda %s: %s", step, kv_fatal_pending());
     return KV_ERR;
@@ -256,6 +268,7 @@ static void cuda_finalize(void) {
     if (ctx.done) (void)CHECK_CUDA(cudaEventDestroy(ctx.done));
     if (ctx.stream) (void)CHECK_CUDA(cudaStreamDestroy(ctx.stream));
   }
+  kv_cuda_host_release();
   kv_nvml_close();
   ctx.flush = NULL;
   ctx.done = NULL;

@@ -1,7 +1,7 @@
 /* context.h - internal interface between the parts of the cuda backend (C11 host code on the
  * CUDA runtime C API): device binding and identity (identity.c), start-up ceilings
- * (ceilings.c), the timing harness with telemetry (harness.c) and the backend itself
- * (backend.c). Not used outside src/backends/cuda/. */
+ * (ceilings.c), the timing harness with telemetry (harness.c), the pinned host buffers
+ * (hostpool.c) and the backend itself (backend.c). Not used outside src/backends/cuda/. */
 #ifndef KVAL_BACKEND_CUDA_H
 #define KVAL_BACKEND_CUDA_H
 
@@ -23,6 +23,15 @@ typedef struct {
   double max_sm_clock;  /* MHz from NVML, NaN when unknown */
   double copy_gbps, matrix_tflops, fp64_tflops; /* the rank's ceilings, for the watchdog's estimates */
 } kv_cuda_ctx;
+
+/* Page-locked host buffers kept from case to case (hostpool.c): init sizes the pool's limit
+ * by the node's memory and ranks; get returns a buffer of at least `bytes` (pinned, or from
+ * malloc past the limit); put gives it back (any pointer get returned; no CUDA call);
+ * release frees the pool at finalize. */
+void kv_cuda_host_init(int local_size);
+kv_status kv_cuda_host_get(size_t bytes, void **p);
+void kv_cuda_host_put(void *p);
+void kv_cuda_host_release(void);
 
 /* Wait for everything enqueued on the context's stream so far, under the watchdog (watchdog.h). */
 kv_status kv_cuda_wait(const kv_cuda_ctx *ctx, double deadline, const char *what);

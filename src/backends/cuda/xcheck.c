@@ -65,7 +65,7 @@ typedef struct {
 } sample;
 
 static void sample_free(sample *s) {
-  for (int i = 0; i < KV_MAX_TENSORS; i++) free(s->in[i]);
+  for (int i = 0; i < KV_MAX_TENSORS; i++) kv_cuda_host_put(s->in[i]);
   double *all[] = {s->gref, s->gmag, s->gaux, s->gaux_mag, s->ref, s->mag, s->aux, s->aux_mag};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
   free(s->rows);
@@ -80,8 +80,7 @@ static kv_status sample_take(const kv_cuda_ctx *ctx, const kv_case *c, const kv_
   const size_t m = s->n * s->len;
   const int aux = t->n_out > 1;
   for (int i = 0; i < t->n_in; i++) {
-    s->in[i] = KV_MALLOC(tensor_bytes(&t->in[i]));
-    KV_TRY(CHECK_ALLOC(s->in[i]));
+    KV_TRY(kv_cuda_host_get(tensor_bytes(&t->in[i]), &s->in[i]));
     KV_TRY(CHECK_CUDA(
         cudaMemcpyAsync(s->in[i], b->in[i], tensor_bytes(&t->in[i]), cudaMemcpyDeviceToHost, ctx->stream)));
   }
