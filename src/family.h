@@ -149,6 +149,13 @@ typedef struct kv_family {
   void (*path)(const kv_case *c, char *buf, size_t n);
   /* Tag i (0, 1, ...) of every tag the dispatcher can take, in buf; 0 past the last. */
   int (*path_tag)(int i, char *buf, size_t n);
+
+  /* A probe family's measurement (tcprobe): the outcome code decoded from output 0 as the
+   * kernel wrote it (host copy, out[0] of kv_tensors), recorded per rank as the `outcome`
+   * dataset, and the outcome in words into words (n bytes; the case's message). *contradicts
+   * is set to 1 when the outcome contradicts the precision model (the case fails; words then
+   * say what the model needs), else 0. NULL: the family measures no outcome. */
+  long long (*outcome)(const kv_case *c, const void *out, int *contradicts, char *words, size_t n);
 } kv_family;
 
 /* The registry, NULL-terminated. */

@@ -1,6 +1,7 @@
 """fleet.py - the checks of `kval-analyze fleet`, per physical GPU (gpu_key: its UUID), among
 GPUs of the same model that ran identical inputs: fingerprint disagreements per case (computed
-here and read from fp_agrees); performance: per case each GPU's median time against the median
+here and read from fp_agrees); arithmetic: every GPU of one model shows the same outcome of
+every tensor-core probe (tcprobe's `outcome` dataset); performance: per case each GPU's median time against the median
 of the other GPUs, with the noise kval recorded (p10/p90 and repetitions of every GPU) marked
 SAME / FAST / SLOW / AMBIGUOUS, and per GPU the median slowdown over its cases with a
 confidence interval (order statistics at level 1 - 0.01 / G for G GPUs compared: family-wise
@@ -133,6 +134,34 @@ def fingerprint_check(runs, gpus):
                                   fingerprint=f"{int(row['fingerprint']):016x}", majority=None,
                                   agreeing_ranks=None, ranks=None, source="fp_agrees")
     return sorted(found.values(), key=lambda d: (d["rank"], d["family"])), comparable
+
+
+def arithmetic_check(runs, gpus):
+    """Probe outcomes (the `outcome` dataset of a family that measures one: tcprobe's tensor-core
+    arithmetic): every GPU of one model must show the same outcome of every probe case. Returns
+    the disagreements (a GPU whose outcome differs from the most common one of its model; on a
+    tie every GPU of the case) and per GPU its measured outcomes (case, outcome, words)."""
+    found, measured = [], {}
+    for name, axes, frame in _frames(runs, ["status", "outcome", "message"]):
+        if "outcome" not in frame:
+            continue
+        frame = frame[frame["outcome"] >= 0]
+        if frame.empty:
+            continue
+        frame = frame.assign(model=[gpus[k]["gpu_name"] for k in frame["gpu_key"]])
+        for _, row in frame.iterrows():
+            measured.setdefault(row["gpu_key"], []).append(
+                {"family": name, "case": case_dict(row, axes), "outcome": int(row["outcome"]),
+                 "words": str(row["message"]), "status": str(row["status"])})
+        for _, grp in frame.groupby(["model"] + axes, sort=True):
+            counts = grp["outcome"].value_counts()
+            if len(counts) < 2:
+                continue
+            majority = None if counts.iloc[0] == counts.iloc[1] else int(counts.index[0])
+            for _, row in grp[grp["outcome"] != majority].iterrows():
+                found.append(dict(_gpu(gpus, row["gpu_key"], row["rank"]), family=name, case=case_dict(row, axes),
+                                  outcome=int(row["outcome"]), majority=majority, words=str(row["message"])))
+    return sorted(found, key=lambda d: (d["rank"], d["family"])), measured
 
 
 def _loo_median(sorted_vals, pos):
@@ -349,6 +378,13 @@ def _checks(gpus, res):
             checks.append(_check(gpu, "performance", "fail" if p["flagged"] else "pass", "; ".join(p["reasons"]) or
                                  f"median slowdown {100 * (p['median_ratio'] - 1):+.1f}% vs peers "
                                  f"({p['states']['SLOW']} SLOW, {p['states']['AMBIGUOUS']} AMBIGUOUS of {p['cases']})"))
+        arith = res["arithmetic"]
+        if key in {d["gpu_key"] for d in arith["disagreements"]}:
+            n = sum(d["gpu_key"] == key for d in arith["disagreements"])
+            checks.append(_check(gpu, "arithmetic", "fail", f"{n} probe outcome(s) differ from its model's peers"))
+        elif key in arith["measured"]:
+            checks.append(_check(gpu, "arithmetic", "pass", f"{len(arith['measured'][key])} probe outcome(s), "
+                                 "identical to its model's peers"))
         n_fail = len(fails.get(key, []))
         checks.append(_check(gpu, "failures", "fail" if n_fail else "pass", f"{n_fail} failed case(s)"))
         n_miss = missing.get(key, 0)
@@ -402,10 +438,12 @@ def analyse(runs, baseline=None, opts=None, expect_hosts=None):
     gpus = gpu_table(runs.ranks)
     disagreements, comparable = fingerprint_check(runs, gpus)
     perf = performance_check(runs, gpus, opts)
+    arith_bad, arith_measured = arithmetic_check(runs, gpus)
     res = {"schema_version": SCHEMA_VERSION, "options": vars(opts), "files": [f.path for f in runs.files],
            "baseline_files": [f.path for f in baseline.files] if baseline else [], "notes": list(runs.notes),
            "fingerprint": {"disagreements": disagreements, "comparable_ranks": sorted(comparable)},
            "performance": {"gpus": perf}, "failures": failure_check(runs, gpus),
+           "arithmetic": {"disagreements": arith_bad, "measured": arith_measured},
            "completeness": completeness_check(runs), "missing": missing_check(runs, expect_hosts)}
     res["models"] = {str(k): int(v) for k, v in pd.Series([g["gpu_name"] for g in gpus.values()]).value_counts()
                      .sort_index().items()}

@@ -1,5 +1,5 @@
 """fleet_output.py - renders the result of fleet.analyse(): a plain-text report for stdout
-(the verdict and the failing GPUs first, then fingerprint disagreements, failed cases,
+(the verdict and the failing GPUs first, then fingerprint and arithmetic disagreements, failed cases,
 performance outliers, completeness and the baseline), JSON (schema_version 2), and JUnit XML
 with one testsuite per GPU (hostname, GPU properties) holding one testcase per case (classname
 kval.FAMILY, name the case coordinates, time the median kernel time, properties: GPU UUID,
@@ -84,6 +84,13 @@ def text_report(res):
                         d["majority"] or "(no majority)",
                         f"{d['agreeing_ranks']}/{d['ranks']}" if d["ranks"] else d["source"]] for d in fp],
                       f"none among {len(res['fingerprint']['comparable_ranks'])} comparable rank(s)")
+    arith = res["arithmetic"]
+    lines += _section("Tensor-core arithmetic disagreements (same GPU model, different probe outcome)",
+                      ["host", "rank", "uuid", "family", "case", "outcome", "majority", "words"],
+                      [[d["host"], d["rank"], d["uuid"], d["family"], _case_text(d["case"]), d["outcome"],
+                        "(no majority)" if d["majority"] is None else d["majority"], d["words"]]
+                       for d in arith["disagreements"]],
+                      f"none among {len(arith['measured'])} GPU(s) with probe outcomes")
     fails = res["failures"]
     lines += _section("Failed cases", ["host", "rank", "uuid", "family", "case", "status", "bound_ratio", "message"],
                       [[d["host"], d["rank"], d["uuid"], d["family"], _case_text(d["case"]), d["status"],

@@ -6,8 +6,10 @@ faceted growth charts (growth.py), and pairwise precision comparisons. Honest nu
 whose output was non-finite shows inf, is counted in its own column and never as a small
 error. Cases that conform to the precision model but miss their fp64 bound (status
 `inaccurate`) are the study's findings, counted and listed apart from failures. One colour per
-precision on the whole page. Writes precision.html, precision.md, precision.json
-(schema_version 1: what ran, the summary, the findings and the fits) and PNGs."""
+precision on the whole page. The tensor-core probes (probes.py) get their own table of outcomes
+per GPU and stay out of the error statistics. Writes precision.html, precision.md,
+precision.json (schema_version 1: what ran, the summary, the findings, the fits and the probes'
+outcomes) and PNGs."""
 import json
 import os
 import shlex
@@ -21,6 +23,7 @@ from .document import Document
 from .fleet_output import clean
 from .growth import GROWTH, fit_section, growth_plots
 from .io import failure_mask, family_axes, finding_mask, output_mask
+from .probes import probe_families, probe_section
 
 SCHEMA_VERSION = 1
 LADDER = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
@@ -251,7 +254,8 @@ def _header(doc, info):
 def build_precision(runs, outdir):
     """Write precision.html, precision.md and PNGs into outdir; returns (html, md) paths."""
     os.makedirs(outdir, exist_ok=True)
-    frames = {n: (family_frame(ds), family_axes(ds)) for n, ds in runs.families.items()}
+    probes = probe_families(runs)
+    frames = {n: (family_frame(ds), family_axes(ds)) for n, ds in runs.families.items() if n not in probes}
     typical = _typical(frames)
     doc = Document("kval precision study")
     info = what_ran(runs, frames)
@@ -263,7 +267,8 @@ def build_precision(runs, outdir):
     for note in runs.notes:
         doc.note(note)
     _header(doc, info)
-    out = {"schema_version": SCHEMA_VERSION, "what_ran": info, "summary": [], "findings": [], "fits": []}
+    out = {"schema_version": SCHEMA_VERSION, "what_ran": info, "summary": [], "findings": [], "fits": [],
+           "probes": probe_section(doc, runs)}
     if not frames:
         doc.note("These files hold no kernel family groups.")
         return _write(doc, out, outdir)

@@ -1,6 +1,7 @@
 """test_kval_bin.py - end to end with the real C program: runs a tiny deck on 2 MPI ranks with
 the cpu backend (`mpirun -np 2 $KVAL_BIN --backend cpu DECK -o f.h5`) and feeds the file to
-report, fleet and precision. Runs only when KVAL_BIN names an executable and mpirun exists."""
+report, fleet and precision; the tensor-core probes' outcomes on 2 ranks through precision and
+fleet (the arithmetic check). Runs only when KVAL_BIN names an executable and mpirun exists."""
 import json
 import os
 import shutil
@@ -68,3 +69,40 @@ def test_real_kval_file(tmp_path, capsys):
     assert cli.main(["precision", str(out), "-o", str(tmp_path / "prec")]) == 0
     assert os.path.getsize(tmp_path / "prec" / "precision.html") > 0
     capsys.readouterr()
+
+
+def test_probe_outcomes_must_agree_within_a_model(tmp_path):
+    """tcprobe on 2 ranks (one CPU model): identical outcomes pass the arithmetic check; one
+    rank's outcome changed in the file fails both (a tie: no majority), naming the case."""
+    import h5py
+
+    from kval_analysis import fleet
+
+    deck = tmp_path / "probes.deck"
+    deck.write_text("[tcprobe]\nprobe = align_bits block\n")
+    out = tmp_path / "p.h5"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    proc = subprocess.run(["mpirun", "-np", "2", KVAL_BIN, "--backend", "cpu", str(deck), "-o", str(out)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert cli.main(["precision", str(out), "-o", str(tmp_path / "prec")]) == 0
+    page = json.load(open(tmp_path / "prec" / "precision.json"))
+    assert len(page["probes"]) == 2 * 8  # 2 ranks x (2 probes x 2 inputs x 2 instructions)
+    assert {p["words"] for p in page["probes"] if p["case"]["probe"] == "block"} == {"block: 1 product per rounding"}
+    assert page["summary"] == []  # the probes stay out of the error statistics
+    assert "Tensor-core arithmetic" in open(tmp_path / "prec" / "precision.md").read()
+    res = fleet.analyse(load([str(out)]))
+    assert res["arithmetic"]["disagreements"] == []
+    assert len(res["arithmetic"]["measured"]) == 2
+    assert {c["state"] for c in res["checks"] if c["check"] == "arithmetic"} == {"pass"}
+    with h5py.File(out, "r+") as f:
+        outcome = f["tcprobe/outcome"]
+        values = outcome[...]
+        values[1, 0, 0, 0] += 1
+        outcome[...] = values
+    res = fleet.analyse(load([str(out)]))
+    bad = res["arithmetic"]["disagreements"]
+    assert sorted(d["rank"] for d in bad) == [0, 1] and all(d["majority"] is None for d in bad)
+    assert bad[0]["case"] == {"probe": "align_bits", "precision": "fp16:fp32", "instruction": "mma"}
+    assert res["verdict"] == "FAIL"

@@ -3,7 +3,7 @@
  * after their instructions: mbarrier (init, expect-tx arrival, arrival, parity wait), TMA 2-D
  * and 4-D tile loads (cp.async.bulk.tensor completing on an mbarrier) and stores with their
  * bulk groups, proxy fence and named barrier, the wgmma shared-memory matrix descriptor for
- * 128-byte swizzled tiles, wgmma.mma_async m64n256k16 (fp32 accumulators for fp16/bf16
+ * 128-byte swizzled tiles, wgmma.mma_async m64n256k16 and m64n8k16 (fp32 accumulators for fp16/bf16
  * inputs, fp16 accumulators for fp16 inputs) and setmaxnreg; on the host, kv::tma_encode_fn,
  * the driver's cuTensorMapEncodeTiled. The shared-memory address helper is sm80.cuh's. */
 #ifndef KVAL_DEVICE_SM90_CUH
@@ -200,6 +200,22 @@ __device__ __forceinline__ void wgmma_m64n256k16_f16(uint32_t (&d)[64], uint64_t
                ", %64, %65, p, 1, 1, %67, %68;\n}\n"
                : KV_WG_R64
                : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
+}
+
+/* d (+)= A B for a 64 x 8 x 16 step, fp32 accumulators, A (64 x 16) and B (8 x 16) K-major
+ * from shared memory: the single-warpgroup instruction of the tensor-core probes. */
+template <class T>
+__device__ __forceinline__ void wgmma_m64n8k16_f32(float (&d)[4], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  if constexpr (std::is_same<T, __half>::value)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
 /* ---- register reallocation between warpgroups ---- */

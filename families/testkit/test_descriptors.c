@@ -104,14 +104,15 @@ static void check_case(const kv_case *c) {
   if (a && b && x) {
     EXPECT(n1 == n2 && memcmp(a, b, n1) == 0, "%s: same seed, same output bits", what);
     /* an output without information (all NaN, Inf or one value: fp16 sums that overflow) is
-     * the same for every seed */
+     * the same for every seed, and so is the output of a family without inputs (tcprobe's
+     * fixed sub-tests) */
     int varies = 0;
     const double first = kv_load(a, 0, t.out[0].dtype);
     for (size_t e = 1; e < t.out[0].count && !varies; e++) {
       const double v = kv_load(a, e, t.out[0].dtype);
       varies = isfinite(v) && v != first;
     }
-    EXPECT(!varies || memcmp(a, x, n1) != 0, "%s: another seed, other output bits", what);
+    EXPECT(!varies || t.n_in == 0 || memcmp(a, x, n1) != 0, "%s: another seed, other output bits", what);
     for (int k = 0; k < t.n_in; k++) {
       double sum_abs = 0.0;
       for (size_t e = 0; e < t.in[k].count; e++) sum_abs += fabs(kv_load(in[k], e, t.in[k].dtype));

@@ -71,7 +71,8 @@
   X(registers, res.registers, "1", "registers per thread of the kernel variant (-1 on the cpu backend)")     \
   X(smem_bytes, res.smem_bytes, "byte", "static + dynamic shared memory per block of the kernel variant")    \
   X(local_bytes, res.local_bytes, "byte", "local memory per thread of the kernel variant (spills; must be 0)") \
-  X(occupancy, res.occupancy, "1", "theoretical resident blocks per SM of the kernel variant")
+  X(occupancy, res.occupancy, "1", "theoretical resident blocks per SM of the kernel variant")                \
+  X(outcome, outcome, "1", "measured outcome of a probe case (tcprobe: the decoded arithmetic property); -1 elsewhere")
 
 /* One result row: the error statistics, timing, telemetry and kernel resources as their own
  * structs, and the quantities the runner derives. */
@@ -89,6 +90,7 @@ typedef struct {
   double red_len, aux_max_abs, aux_bound_ratio, ref_seconds, ref_xcheck, tflops, gbps, intensity, roofline_frac;
   int64_t ref_rows;
   double emu_max_ulp; /* conformance: max distance from the emulation in output ULPs (run/conform.h) */
+  int64_t outcome; /* the family's outcome() of the case (tcprobe), -1 when it has none */
   char message[KV_MESSAGE_LEN]; /* skip reason or error message */
 } kv_result;
 

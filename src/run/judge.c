@@ -6,7 +6,8 @@
  *   fail_out_of_bounds     a guard band around an output, or an input, changed;
  *   fail_nondeterministic  launches of the case wrote different bits;
  *   fail_nonfinite         NaN/Inf where the reference is finite (output or auxiliary output);
- *   fail_tolerance         an element beyond its bound (output or auxiliary output);
+ *   fail_tolerance         an element beyond its bound (output or auxiliary output), or a
+ *                          probe's outcome that contradicts the precision model (tcprobe);
  *   fail_bias              a rounding bias round to nearest cannot produce;
  *   fail_timing            a rate above KV_ROOFLINE_LIMIT times the measured ceiling;
  *   inaccurate             fail_tolerance or fail_nonfinite, but the outputs equal the cpu
@@ -166,6 +167,21 @@ static void judge_timing(const kv_cost *cost, const kv_run_settings *rs, const k
                  r->roofline_frac, KV_ROOFLINE_LIMIT);
 }
 
+/* A probe family's outcome, decoded from the output, in words as the message of a case that
+ * passes; a contradiction of the precision model fails the case (the model's tolerance and
+ * emulations are then unfounded). */
+static void judge_outcome(const kv_case *c, const kv_case_data *d, kv_result *r) {
+  const kv_family *f = c->fp->family;
+  if (!f->outcome || !d->out) return;
+  char words[KV_MESSAGE_LEN] = "";
+  int contradicts = 0;
+  r->outcome = f->outcome(c, d->out, &contradicts, words, sizeof words);
+  if (contradicts)
+    raise_status(r, KV_FAIL_TOLERANCE, "%s", words);
+  else if (!r->message[0])
+    snprintf(r->message, sizeof r->message, "%s", words);
+}
+
 kv_status kv_judge_case(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, const kv_rank_info *info,
                         kv_case_data *d, kv_result *r) {
   if (d->has_stats)
@@ -185,6 +201,7 @@ kv_status kv_judge_case(const kv_case *c, const kv_cost *cost, const kv_run_sett
   KV_TRY(judge_conformance(c, rs, d, r));
   judge_bias(c, rs, r);
   judge_timing(cost, rs, info, d, r);
+  judge_outcome(c, d, r);
   r->ref_seconds = d->ref_seconds;
   r->ref_xcheck = d->ref_xcheck;
   r->tel = d->tel;

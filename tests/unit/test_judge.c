@@ -3,14 +3,16 @@
  * non-finite output, the auxiliary output's tolerance and non-finite rows, the rounding bias
  * in both forms and where it is not judged, an impossible timing and the warm timing that is
  * not judged, nondeterministic launches, a changed guard band, the GPU-vs-CPU reference
- * cross-check, a harness finding), the most severe finding wins, the host statistics path
- * (no device statistics) judges the output, sampled rows included, and the conformance verdict
+ * cross-check, a harness finding, a probe family's outcome and its contradiction of the
+ * precision model), the most severe finding wins, the host statistics path (no device
+ * statistics) judges the output, sampled rows included, and the conformance verdict
  * (conform.c): an accuracy failure equal to the emulation bit for bit is inaccurate only for
  * a reduced accumulator where the model is exact; one differing bit, an fp32 accumulator or
  * any other finding keeps it failing; a passing case never runs the emulation. Removing any
  * branch of judge.c fails a check here. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "families/kit.h"
@@ -22,6 +24,15 @@
 
 static int unbiased_yes(const kv_case *c) { (void)c; return 1; }
 static int unbiased_no(const kv_case *c) { (void)c; return 0; }
+
+static int outcome_contradicts;
+/* An outcome hook (tcprobe's kind): outcome 7, in words, contradicting when told to. */
+static long long outcome_seven(const kv_case *c, const void *out, int *contradicts, char *words, size_t n) {
+  (void)c;
+  *contradicts = outcome_contradicts;
+  snprintf(words, n, "probe: seven from %g%s", (double)*(const float *)out, outcome_contradicts ? "; needs six" : "");
+  return 7;
+}
 
 /* The conformance family: one fp16 input of 64 elements, the emulation copies it to the
  * output, writes a NaN with a payload at element 5 (an fp16 sum that overflowed) and counts
@@ -116,6 +127,17 @@ static int judge(kv_case_data *d, kv_result *r) {
   return r->status;
 }
 
+/* A clean case of a family with the outcome hook on output out; contradicts 0 or 1, or 2: not
+ * contradicting, but the launches were nondeterministic. */
+static void probe_case(kv_case_data *d, kv_result *r, float *out, int contradicts) {
+  fresh(d, r);
+  fam.outcome = outcome_seven;
+  d->out = out;
+  outcome_contradicts = contradicts == 1;
+  if (contradicts == 2) snprintf(d->nondeterministic, sizeof d->nondeterministic, "launches differ");
+  judge(d, r);
+}
+
 #define EXPECT_STATUS(r, want)                                                                   \
   EXPECT((r).status == (want), "status %s, expected %s (message \"%s\")",                        \
          kv_status_name((kv_case_status)(r).status), kv_status_name(want), (r).message)
@@ -141,6 +163,21 @@ int main(void) {
   judge(&d, &r);
   EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
   EXPECT_CONTAINS(r.message, "at element 17");
+
+  TEST("a probe family's outcome: recorded, its words the message; a contradiction fails the case");
+  {
+    float probe_out = 3.0f;
+    probe_case(&d, &r, &probe_out, 0);
+    EXPECT_STATUS(r, KV_PASS);
+    EXPECT(r.outcome == 7, "outcome %lld recorded", (long long)r.outcome);
+    EXPECT_STREQ(r.message, "probe: seven from 3");
+    probe_case(&d, &r, &probe_out, 1);
+    EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
+    EXPECT(r.outcome == 7, "outcome %lld recorded when it contradicts", (long long)r.outcome);
+    EXPECT_CONTAINS(r.message, "needs six");
+    probe_case(&d, &r, &probe_out, 2);
+    EXPECT_STATUS(r, KV_FAIL_NONDETERMINISTIC);
+  }
 
   TEST("NaN output where the reference is finite: fail_nonfinite");
   fresh(&d, &r);

@@ -1,0 +1,132 @@
+/* tcprobe_unit.c - the tcprobe family's CPU side: a parameterised model of one tensor-core dot
+ * product (kv_tcp_unit: block size, alignment width and rounding, final rounding, exponent
+ * used for alignment, product rounding, subnormal flushing), which the unit test runs under
+ * every hypothesis the decoders tell apart; the precision model's instance of it
+ * (kv_tcp_model); the cpu backend's kernel (kv_tcp_emulate: the model's arithmetic, exact
+ * products added in fp32 one by one, as the gemm emulation's k loop does); and the fp64
+ * references of the sub-tests' exact values and their double-double twin. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "families/kit.h"
+#include "families/tcprobe/tcprobe.h"
+#include "numerics/dd.h"
+
+const kv_tcp_unit kv_tcp_model = {.width = 0, .align_round = KV_TCP_RNE, .final_round = KV_TCP_RNE, .block = 1};
+
+/* x rounded to an integer in direction mode. */
+static double round_int(double x, int mode) {
+  switch (mode) {
+    case KV_TCP_RZ: return trunc(x);
+    case KV_TCP_RD: return floor(x);
+    case KV_TCP_RU: return ceil(x);
+    case KV_TCP_RNA: return round(x);
+    default: return nearbyint(x); /* RNE: the default rounding mode */
+  }
+}
+
+/* x (exact in double) rounded to fp32 in direction mode, with gradual underflow (or flushed). */
+static double round_fp32(double x, int mode, int flush) {
+  if (x == 0.0) return x;
+  const int e = ilogb(x) < -126 ? -126 : ilogb(x);
+  const double r = ldexp(round_int(ldexp(x, 23 - e), mode), e - 23);
+  return flush && fabs(r) < ldexp(1.0, -126) ? copysign(0.0, r) : r;
+}
+
+/* Exponent of a term for the alignment: ilogb, or for a product on raw exponents e(a) + e(b). */
+static int align_exponent(double p, double a, double b, int raw) { return raw ? ilogb(a) + ilogb(b) : ilogb(p); }
+
+float kv_tcp_unit_eval(const kv_tcp_unit *u, const kv_tcp_operands *o, kv_dtype st) {
+  const double min_normal = ldexp(1.0, st == KV_FP16 ? -14 : -126);
+  double acc = kv_tcp_value(o->c, KV_FP32);
+  if (u->flush_out && fabs(acc) < ldexp(1.0, -126)) acc = copysign(0.0, acc);
+  for (int k0 = 0; k0 < KV_TCP_K; k0 += u->block) {
+    double t[KV_TCP_K + 1];
+    int n = 0, emax = INT32_MIN;
+    t[n] = acc;
+    if (acc != 0.0) emax = ilogb(acc);
+    n++;
+    for (int k = k0; k < k0 + u->block && k < KV_TCP_K; k++) {
+      double a = kv_tcp_value(o->a[k], st), b = kv_tcp_value(o->b[k], st);
+      if (u->flush_in && (fabs(a) < min_normal || fabs(b) < min_normal)) a = b = 0.0;
+      double p = a * b;
+      if (u->round_products) p = kv_round_f64(p, st);
+      if (p == 0.0) continue;
+      t[n] = p;
+      const int e = align_exponent(p, a, b, u->raw_exponent);
+      if (e > emax) emax = e;
+      n++;
+    }
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+      if (u->width && t[i] != 0.0) {
+        const int lsb = emax - u->width + 1;
+        sum += ldexp(round_int(ldexp(t[i], -lsb), u->align_round), lsb);
+      } else {
+        sum += t[i];
+      }
+    }
+    acc = round_fp32(sum, u->final_round, u->flush_out);
+  }
+  return (float)acc;
+}
+
+/* The cpu backend's kernel: every sub-test through the model's arithmetic in fp32, C first and
+ * then acc = acc + a_k b_k (the product is exact in fp32; one rounding per add). */
+kv_status kv_tcp_emulate(const kv_case *c, void *const *in, void *const *out) {
+  (void)in;
+  const kv_dtype st = c->prec.storage;
+  int probe, n;
+  kv_tcp_operands *ops = kv_tcp_case_subtests(c, &probe, &n);
+  if (!ops) return KV_ERR;
+  float *d = out[0];
+  for (int i = 0; i < n; i++) {
+    float acc = (float)kv_tcp_value(ops[i].c, KV_FP32);
+    for (int k = 0; k < KV_TCP_K; k++)
+      acc = acc + (float)kv_tcp_value(ops[i].a[k], st) * (float)kv_tcp_value(ops[i].b[k], st);
+    d[i] = acc;
+  }
+  free(ops);
+  return KV_OK;
+}
+
+/* The sub-tests' exact values: fp64 (kv_tcp_exact, the GPU reference's arithmetic) or
+ * double-double. One output row of n elements. */
+static kv_status reference(const kv_case *c, const size_t *rows, size_t n_rows, double *ref, double *mag, int dd) {
+  KV_TRY(kv_check_rows(rows, n_rows, 1, "tcprobe"));
+  const kv_dtype st = c->prec.storage;
+  int probe, n;
+  kv_tcp_operands *ops = kv_tcp_case_subtests(c, &probe, &n);
+  if (!ops) return KV_ERR;
+  for (int i = 0; i < n; i++) {
+    if (!dd) {
+      ref[i] = kv_tcp_exact(&ops[i], st, &mag[i]);
+      continue;
+    }
+    const double cv = kv_tcp_value(ops[i].c, KV_FP32);
+    kv_dd s = {cv, 0.0};
+    double m = fabs(cv);
+    for (int k = 0; k < KV_TCP_K; k++) {
+      const double a = kv_tcp_value(ops[i].a[k], st), b = kv_tcp_value(ops[i].b[k], st);
+      s = kv_dd_add_prod(s, a, b);
+      m += fabs(a * b);
+    }
+    ref[i] = kv_dd_value(s);
+    mag[i] = m;
+  }
+  free(ops);
+  return KV_OK;
+}
+
+kv_status kv_tcp_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows, double *ref,
+                               double *mag, double *aux_ref, double *aux_mag) {
+  (void)in, (void)aux_ref, (void)aux_mag;
+  return reference(c, rows, n_rows, ref, mag, 0);
+}
+
+kv_status kv_tcp_cpu_reference_dd(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
+                                  double *ref, double *mag, double *aux_ref, double *aux_mag) {
+  (void)in, (void)aux_ref, (void)aux_mag;
+  return reference(c, rows, n_rows, ref, mag, 1);
+}
