@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # probes_gpu.sh - the tensor-core arithmetic probes on a GPU node, in one device call of under
-# two minutes: a fresh Autotools build of kval (src/kval only), the tcprobe family of
+# two minutes: an Autotools build of kval (src/kval only; incremental in an existing build/), the tcprobe family of
 # inputs/precision-study.deck on every GPU (fleet mode: each GPU runs every probe) into
 # $OUT/probes.h5, compute-sanitizer memcheck over families/tcprobe/sanitize.deck, and the
 # measured outcome of every probe per GPU as a table (printed last; docs/NUMERICS.md's table of
@@ -17,7 +17,11 @@ step() { echo "== $(date -u +%T) (+$(($(date +%s) - start)) s) $*"; }
 rc_all=0
 
 step build
-(./bootstrap && mkdir -p build && cd build && ../configure && make -j16 src/kval) > "$L/build.log" 2>&1 ||
+if [ -x build/src/kval ] && [ -f build/Makefile ]; then
+  (cd build && make -j16 src/kval)
+else
+  (./bootstrap && mkdir -p build && cd build && ../configure && make -j16 src/kval)
+fi > "$L/build.log" 2>&1 ||
   { tail -n 60 "$L/build.log"; echo "build: FAILED"; exit 1; }
 K=build/src/kval
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
