@@ -13,6 +13,9 @@
  *  - the GPU reference agrees with the CPU reference on sampled rows (ref_xcheck <= 1e-9);
  *  - timings, resources (no local memory; a library kernel all unknown) are filled in;
  *  - a case larger than the device memory is refused with "needs X GiB, Y GiB free".
+ * Per deck it prints the seconds spent in run_case and on the host (generation, emulation),
+ * and every case that took over a second with its phases (on the H200 this test has not
+ * finished within 60 s since the decode family's deck joined: where the time goes is open).
  * Usage: test_families_gpu [small] */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -31,6 +34,7 @@
 #include "numerics/tolerance.h"
 #include "input/plan.h"
 #include "core/result.h"
+#include "core/timing.h"
 
 static const char *const huge_deck = "[rmsnorm]\nprecision = fp32:fp32\nrows = 67108864\nhidden = 65536\n";
 
@@ -98,6 +102,11 @@ static int same_value(const void *a, const void *b, size_t i, kv_dtype t) {
   return isnan(kv_load(a, i, t)) && isnan(kv_load(b, i, t));
 }
 
+/* Where a deck's time goes: the backend's run_case, the host's generation and emulation. */
+static struct {
+  double gpu, host;
+} spent;
+
 static void check_case(const kv_backend *be, const kv_case *c, const kv_plan *p) {
   const kv_family *f = c->fp->family;
   char prec[32], what[160], message[KV_MESSAGE_LEN] = "";
@@ -110,7 +119,11 @@ static void check_case(const kv_backend *be, const kv_case *c, const kv_plan *p)
   f->cost(c, &cost);
   kv_case_data d;
   memset(&d, 0, sizeof d);
+  kv_phases_unknown(&d.phases);
+  const double t0 = kv_wtime();
   kv_status st = be->run_case(c, &p->run, &d, message, sizeof message);
+  const double t1 = kv_wtime();
+  spent.gpu += t1 - t0;
   EXPECT(st == KV_OK, "%s: run_case failed: %s", what, message);
   if (st != KV_OK) {
     kv_case_data_free(&d);
@@ -118,6 +131,12 @@ static void check_case(const kv_backend *be, const kv_case *c, const kv_plan *p)
   }
   void *in[KV_MAX_TENSORS] = {0}, *out[KV_MAX_TENSORS] = {0};
   EXPECT(host_side(c, p, &t, in, out) == 0, "%s: host generation or emulation failed", what);
+  const double t2 = kv_wtime();
+  spent.host += t2 - t1;
+  if (t2 - t0 > 1.0)
+    printf("   slow: %s: %.2f s (run_case %.2f s: setup %.2f, timing %.2f, checks %.2f, reference %.2f, "
+           "cross-checks %.2f; host emulation %.2f s)\n", what, t2 - t0, t1 - t0, d.phases.setup, d.phases.timing,
+           d.phases.checks, d.ref_seconds, d.phases.xcheck, t2 - t1);
   const size_t n = d.out_count;
   EXPECT(d.out && n == t.out[0].count && !d.rows && d.n_rows * d.row_len == n, "%s: output or reference shape", what);
   const kv_case_status gpu = judge(c, p, &cost, d.out, d.out_type, &d), cpu = judge(c, p, &cost, out[0], d.out_type, &d);
@@ -197,10 +216,12 @@ int main(int argc, char **argv) {
       continue;
     }
     TEST("%s: %zu cases", paths[k], p.n_cases);
+    spent.gpu = spent.host = 0.0;
     for (size_t i = 0; i < p.n_cases; i++) {
       if (i == 0 || p.cases[i].fp != p.cases[i - 1].fp) check_generation(&p.cases[i], &p);
       check_case(be, &p.cases[i], &p);
     }
+    printf("   %zu cases: run_case %.1f s, host generation and emulation %.1f s\n", p.n_cases, spent.gpu, spent.host);
     kv_plan_free(&p);
     kv_deck_free(&d);
   }
