@@ -13,17 +13,18 @@
 #   -m  node_exporter textfile metrics (e.g. /var/lib/node_exporter/textfile_collector/kval.prom)
 #   -o  directory for the last run's HDF5 file and log (default $KVAL_HEALTH_DIR or /var/tmp/kval-health)
 #   -t  time limit of the kval run in seconds (default $KVAL_HEALTH_LIMIT or 50)
-#   -d  deck (default inputs/health.deck beside this script)
+#   -d  deck (default $KVAL_HEALTH_DECK or inputs/health.deck beside this script)
 # Environment: KVAL (default build/src/kval of the checkout), MPIRUN (default mpirun), NRANKS
 #   (default: the node's GPUs; 2 on the cpu backend of a node without GPUs), KVAL_ARGS (extra kval
-#   options, e.g. KVAL_ARGS="--inject bitflip@1" to rehearse a drain).
+#   options, e.g. KVAL_ARGS="--inject bitflip@1" to rehearse a drain), KVAL_HEALTH_DECK (the deck
+#   when -d is not given).
 # Exit: 0 healthy; 1 a fault was found and the node drained (with -n: would be); 2 usage or
 #   configuration error (kval missing, bad deck or option): the node is left alone, so a broken
 #   check never drains a fleet; 3 scontrol failed.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 dry="" node="" metrics="" dir=${KVAL_HEALTH_DIR:-/var/tmp/kval-health} limit=${KVAL_HEALTH_LIMIT:-50}
-deck="$top/inputs/health.deck"
+deck=${KVAL_HEALTH_DECK:-$top/inputs/health.deck}
 while getopts "nN:m:o:t:d:h" opt; do
   case $opt in
     n) dry=1 ;; N) node=$OPTARG ;; m) metrics=$OPTARG ;; o) dir=$OPTARG ;; t) limit=$OPTARG ;; d) deck=$OPTARG ;;
