@@ -13,6 +13,7 @@
 # KVAL_FLEET_RUNS=N runs fleet.deck N times in all (clean runs counted: false failures);
 # jobs/healthcheck.sh -n is timed (the health level's 60 s); default.deck's phase times
 # (jobs/phase_times.py) close the run.
+# KVAL_RUN_DEFAULT=0 leaves out default.deck (and its phase times and report).
 # KVAL_RUN_CHECK=0 leaves out `make check` (a fleet re-check on another node kind), and
 # KVAL_CHECK_TESTS="T1 T2 ..." runs only those tests of it (the GPU ones, say);
 # `bench` as the second argument, or KVAL_RUN_BENCH=1, runs the bench with KVAL_BENCH_SECONDS
@@ -126,6 +127,7 @@ if [ "$bench" = 1 ]; then
   fi
 fi
 
+[ "${KVAL_RUN_DEFAULT:-1}" = 1 ] || { table "default.deck: not run (KVAL_RUN_DEFAULT=0)"; exit 0; }
 step "default.deck on 1 GPU until the deadline"
 t=$(( $(left) - 25 ))
 t0=$(date +%s)

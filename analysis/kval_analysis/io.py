@@ -188,7 +188,9 @@ def _axis_values(g, axis, path):
         raise KvalInputError(f"{path}: /{g.name.strip('/')} lists axis '{axis}' in its 'axes' attribute "
                              "but has no dimension-scale dataset of that name")
     data = g[axis][()]
-    return _strings(data) if data.dtype.kind in "SOU" else np.asarray(data, dtype=np.int64)
+    if data.dtype.kind in "SOU":
+        return _strings(data)
+    return np.asarray(data, dtype=np.float64 if data.dtype.kind == "f" else np.int64)
 
 
 def _read_variable(dset, name, path, lookup):

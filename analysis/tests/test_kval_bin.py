@@ -1,6 +1,6 @@
 """test_kval_bin.py - end to end with the real C program: runs a tiny deck on 2 MPI ranks with
 the cpu backend (`mpirun -np 2 $KVAL_BIN --backend cpu DECK -o f.h5`) and feeds the file to
-report, fleet and precision; the tensor-core probes' outcomes on 2 ranks through precision and
+report, fleet and precision (a [gemm.scale] section: fractional axis values); the tensor-core probes' outcomes on 2 ranks through precision and
 fleet (the arithmetic check). Runs only when KVAL_BIN names an executable and mpirun exists."""
 import json
 import os
@@ -31,6 +31,12 @@ seqlen = 32 64
 causal = 0 1
 heads = 2
 tokens = 64
+
+[gemm.scale]
+variant = kval-mma
+shape = 32x32x32
+alpha = 1 -0.75
+beta = 0 0.5
 """
 
 pytestmark = pytest.mark.skipif(
@@ -51,7 +57,10 @@ def test_real_kval_file(tmp_path, capsys):
 
     runs = load([str(out)])
     assert len(runs.ranks) == 2
-    assert set(runs.families) == {"gemm", "rmsnorm", "fa2"}
+    assert set(runs.families) == {"gemm", "rmsnorm", "fa2", "gemm.scale"}
+    # fractional axis values stay themselves (they once became integers: two cells, one case)
+    scale = runs.family("gemm.scale")
+    assert list(scale["alpha"].values) == [1.0, -0.75] and list(scale["beta"].values) == [0.0, 0.5]
     gemm = runs.family("gemm")
     assert list(gemm["shape"].values) == ["32x32x32", "32x32x64"]
     assert set(gemm["status"].values.ravel()) <= {"pass", "fail_tolerance", "fail_nonfinite"}, \

@@ -14,6 +14,9 @@
 
 #define KV_MESSAGE_LEN 96
 
+/* A phase of core/timing.h as a float64 dataset of seconds. */
+#define KV_RESULT_PHASE(X, member, dataset, description) X(dataset, phases.member, "s", description)
+
 /* X(name, member, unit, description) - float64 datasets, NaN where not run; `member` is the
  * field of kv_result the dataset `name` holds. */
 #define KV_RESULT_DOUBLES(X)                                                                                 \
@@ -33,13 +36,7 @@
   X(aux_bound_ratio, aux_bound_ratio, "1", "max |aux - ref| / its bound (pass <= 1)")                        \
   X(ref_seconds, ref_seconds, "s", "wall time of the fp64 reference")                                        \
   X(ref_xcheck, ref_xcheck, "1", "max relative disagreement GPU vs CPU fp64 reference on sampled rows")      \
-  X(t_setup, phases.setup, "s", "wall time of buffers, input generation and the kernel's prepare")            \
-  X(t_timing, phases.timing, "s", "wall time of the warm-up and timed repetitions (flushes, launches, waits)") \
-  X(t_checks, phases.checks, "s", "wall time of the verification launch, guard-band/input/launch checks, downloads") \
-  X(t_stats, phases.stats, "s", "wall time of the error statistics on the device")                            \
-  X(t_xcheck, phases.xcheck, "s", "wall time of the cross-checks of the reference and statistics")            \
-  X(t_judge, phases.judge, "s", "wall time of the host statistics, verdict and fingerprint")                  \
-  X(t_case, phases.total, "s", "wall time of the whole case")                                                 \
+  KV_PHASES(KV_RESULT_PHASE, X)                                                                              \
   X(time_min, timing.min, "s", "minimum kernel time")                                                        \
   X(time_median, timing.median, "s", "median kernel time")                                                   \
   X(time_mean, timing.mean, "s", "mean kernel time")                                                         \

@@ -85,7 +85,9 @@ double kv_lap(double *mark) {
 }
 
 void kv_phases_unknown(kv_phases *p) {
-  p->setup = p->timing = p->checks = p->stats = p->xcheck = p->judge = p->total = NAN;
+#define UNKNOWN(X, member, dataset, description) p->member = NAN;
+  KV_PHASES(UNKNOWN, )
+#undef UNKNOWN
 }
 
 void kv_telemetry_unknown(kv_telemetry *t) {

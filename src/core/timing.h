@@ -21,17 +21,26 @@ typedef struct {
   int clock_flag;                    /* 1 when the SM clock fell below 75% of its maximum */
 } kv_telemetry;
 
+/* The phases of one case, each once: P(X, member, dataset, description). The struct below,
+ * kv_phases_unknown, the runner's sums and the result datasets (core/result.h, units "s") all
+ * expand this list, so a phase is added here alone. */
+#define KV_PHASES(P, X)                                                                                       \
+  P(X, setup, t_setup, "wall time of buffers, input generation and the kernel's prepare")                     \
+  P(X, timing, t_timing, "wall time of the warm-up and timed repetitions (flushes, launches, waits)")         \
+  P(X, checks, t_checks, "wall time of the verification launch, guard-band/input/launch checks, downloads")   \
+  P(X, stats, t_stats, "wall time of the error statistics on the device")                                     \
+  P(X, xcheck, t_xcheck, "wall time of the cross-checks of the reference and statistics")                     \
+  P(X, judge, t_judge, "wall time of the host statistics, verdict and fingerprint")                           \
+  P(X, total, t_case, "wall time of the whole case")
+
 /* Wall time of the phases of one case, seconds (NaN where a backend has no such phase):
- * where a run's time goes beside the timed launches (docs/PERFORMANCE.md). */
+ * where a run's time goes beside the timed launches (docs/PERFORMANCE.md). The backends set
+ * setup to xcheck; the runner adds judge and total. */
+#define KV_PHASE_MEMBER(X, member, dataset, description) double member;
 typedef struct {
-  double setup;  /* device or host buffers, input generation, the family's prepare */
-  double timing; /* warm-up and timed repetitions: flushes, launches, waits, telemetry */
-  double checks; /* verification launch, guard bands, inputs, launch checksums, downloads */
-  double stats;  /* error statistics where the backend computes them (the device) */
-  double xcheck; /* cross-checks of the reference and the statistics on sampled rows */
-  double judge;  /* the runner: host statistics, the verdict, the fingerprint */
-  double total;  /* the whole case, from the runner's call to the backend to its verdict */
+  KV_PHASES(KV_PHASE_MEMBER, )
 } kv_phases;
+#undef KV_PHASE_MEMBER
 
 /* Phases with nothing measured (NaN). */
 void kv_phases_unknown(kv_phases *p);

@@ -134,13 +134,9 @@ static void add_phase(double *sum, double t) {
 }
 
 static void spend(time_spent *ts, const kv_result *r) {
-  add_phase(&ts->sum.setup, r->phases.setup);
-  add_phase(&ts->sum.timing, r->phases.timing);
-  add_phase(&ts->sum.checks, r->phases.checks);
-  add_phase(&ts->sum.stats, r->phases.stats);
-  add_phase(&ts->sum.xcheck, r->phases.xcheck);
-  add_phase(&ts->sum.judge, r->phases.judge);
-  add_phase(&ts->sum.total, r->phases.total);
+#define ADD(X, member, dataset, description) add_phase(&ts->sum.member, r->phases.member);
+  KV_PHASES(ADD, )
+#undef ADD
   add_phase(&ts->reference, r->ref_seconds);
 }
 

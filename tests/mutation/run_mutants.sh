@@ -10,7 +10,7 @@
 #
 #   tests/mutation/run_mutants.sh [--kind cpu|gpu|cpu-gap|gpu-study|all] [--deck DECK] [--backend cpu|cuda]
 #       [--jobs N] [--make-jobs N] [--only ID,...] [--deadline SECONDS] [--timeout SECONDS]
-#       [--results FILE] [--compile-only] [--configure-args 'ARGS'] [--kval-args 'ARGS'] [--keep]
+#       [--results FILE] [--compile-only] [--configure-args 'ARGS'] [--kval-args 'ARGS'] [--per-family] [--keep]
 #
 # --kind cpu (default): the cpu backend, inputs/smoke.deck, configured --with-cuda=no.
 # --kind gpu: the cuda backend, inputs/fleet.deck (its path sections reach every kernel path;
@@ -24,7 +24,10 @@
 # --deadline S: no mutant starts after S seconds from the start; those left are reported as
 #   not run. --compile-only: build every mutant, run none (checks that they apply and compile).
 # --configure-args: extra configure arguments (e.g. "--with-hdf5=serial"); --kval-args: extra
-#   kval arguments. Results: a table on stdout, a TSV in --results (default
+#   kval arguments. --per-family: a mutant in families/<f>/ runs only the families defined there
+#   (`--only` of the kv_family_<name> definitions in families/<f>/*.c: norm -> layernorm,rmsnorm),
+#   so a long deck (default.deck) reaches the mutated family without the others' minutes; the
+#   baseline still runs the whole deck, and mutants outside families/ run it whole. Results: a table on stdout, a TSV in --results (default
 #   $OUT/mutation-results.tsv when OUT is set, else ./mutation-results-KIND.tsv), and the line
 #   "mutants: K killed of N (S survived: ids; B broken: ids)". Exit 0 only when every selected
 #   mutant ran and was killed; 1 otherwise; 2 for usage errors, stale mutants or a failing
@@ -34,7 +37,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 tsv="$here/mutants.tsv"
 kind=cpu deck= backend= jobs=1 make_jobs= only= deadline=0 timeout= results= compile_only=0
-configure_args= kval_args= keep=0
+configure_args= kval_args= keep=0 per_family=0
 die() { echo "run_mutants.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
       v=$2; o=${1#--}; o=${o//-/_}; printf -v "$o" '%s' "$v"; shift 2 ;;
     --compile-only) compile_only=1; shift ;;
     --keep) keep=1; shift ;;
+    --per-family) per_family=1; shift ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
@@ -104,16 +108,26 @@ eval "kargs=($kval_args)"
 run_env=()
 if [ "$backend" = cuda ]; then run_env=(KVAL_SKIP_CEILINGS=1); kargs=(--set run.watchdog=10 "${kargs[@]}"); fi
 
-# run_kval DIR LOG: kval on the deck in DIR, stopped (SIGTERM) at its first failing case or
+# families_of FILE: the --only list of the families defined in FILE's family directory (empty
+# outside families/ or without --per-family).
+families_of() {
+  local d
+  [ "$per_family" = 1 ] || return 0
+  case "$1" in families/*/*) d=${1#families/}; d=${d%%/*} ;; *) return 0 ;; esac
+  sed -n 's/^const kv_family kv_family_\([a-z0-9_]*\) = .*/\1/p' "$src/families/$d"/*.c 2>/dev/null | paste -sd, -
+}
+
+# run_kval DIR LOG [ARGS...]: kval on the deck in DIR (with the extra kval ARGS), stopped (SIGTERM) at its first failing case or
 # after the timeout; prints "rc check": kval's exit code and the status that flagged it ("-"
 # when none, "deadline" when the timeout stopped a run without a failing case).
 run_kval() {
   local dir=$1 logf=$2 limit=$timeout left pid rc t0 line check=- stopped=0
+  shift 2
   if [ "$deadline" -gt 0 ]; then left=$(( deadline - ($(date +%s) - start) )); [ "$left" -lt "$limit" ] && limit=$left; fi
   [ "$limit" -lt 10 ] && limit=10
   rm -f "$dir/mutant.h5"
   (cd "$dir" && exec env "${run_env[@]}" "$MPIRUN" -np 1 src/kval --backend "$backend" "$deck" -o mutant.h5 \
-     "${kargs[@]}") >"$logf" 2>&1 &
+     "${kargs[@]}" "$@") >"$logf" 2>&1 &
   pid=$!
   t0=$(date +%s)
   # SIGTERM goes to the kval rank (mpirun's child), so that mpirun returns kval's own exit code
@@ -162,7 +176,7 @@ lock="$scratch/device.lock"
 
 # slot K: its mutants in turn; one result line each in $scratch/results.K
 run_slot() {
-  local k=$1 dir="$scratch/s$1" row id file mk t0 rc check killed out
+  local k=$1 dir="$scratch/s$1" row id file mk t0 rc check killed out fams
   exec {lfd}>"$lock"
   for row in "${sel[@]}"; do
     IFS=$'\t' read -r id file mk <<<"$row"
@@ -183,8 +197,9 @@ run_slot() {
     elif [ "$compile_only" = 1 ]; then
       rc=- check=built killed=-
     else
+      fams=$(families_of "$file")
       flock "$lfd"
-      read -r rc check < <(run_kval "$dir" "$out.run")
+      read -r rc check < <(run_kval "$dir" "$out.run" ${fams:+--only "$fams"})
       flock -u "$lfd"
       killed=no
       case "$check" in fail_*|error*) killed=yes ;; esac

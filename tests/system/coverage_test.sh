@@ -2,8 +2,8 @@
 # coverage_test.sh - the shipped decks reach every kernel path: `kval --dry-run` lists, per
 # family, every tag its dispatcher can take (kv_family.path_tag: each instantiation, tails,
 # grids, load/store paths, alpha/beta, input distributions) against the tags of the planned
-# cases (kv_family.path, from the rules the dispatchers call). fleet.deck and default.deck
-# must reach all of them on the cuda backend (planned by name: no GPU needed), and the cases'
+# cases (kv_family.path, from the rules the dispatchers call). fleet.deck, default.deck and
+# health.deck must reach all of them on the cuda backend (planned by name: no GPU needed), and the cases'
 # tags must be exactly the declared ones (no tag a family forgot to declare); a deck without
 # [gemm.scale] must be reported as missing alpha and beta; default.deck's named path sections
 # must be fleet.deck's, verbatim; smoke.deck must reach the cpu emulation's branches on the cpu
@@ -13,7 +13,7 @@ set -u
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 rc=0
 fail() { echo "FAIL: $*"; rc=1; }
-for d in fleet default; do
+for d in fleet default health; do
   "$KVAL" --backend cuda --dry-run --verbose "$top_srcdir/inputs/$d.deck" >"$tmp/$d.out" 2>"$tmp/$d.err" ||
     { fail "$d.deck: --dry-run exit $?"; cat "$tmp/$d.err"; continue; }
   line=$(grep '^kernel paths:' "$tmp/$d.out")
@@ -26,16 +26,18 @@ for d in fleet default; do
   [ "$used" -eq "$n" ] || fail "$d.deck: the cases take $used distinct tags, the families declare $n"
   [ $rc -ne 0 ] || echo "ok $d.deck: all $n kernel paths reached ($(grep -c '^path ' "$tmp/$d.out") cases)"
 done
-# default.deck carries fleet.deck's named path sections ([FAMILY.NAME]) verbatim, comments aside,
-# so a mutant fleet.deck's path cases kill meets the same cases in default.deck.
+# default.deck and health.deck carry fleet.deck's named path sections ([FAMILY.NAME]) verbatim,
+# comments aside, so a mutant fleet.deck's path cases kill meets the same cases in both.
 named() { sed 's/#.*//; s/[[:space:]]*$//' "$1" | awk '/^\[/ { keep = index($0, ".") > 0 } keep && NF'; }
 named "$top_srcdir/inputs/fleet.deck" >"$tmp/fleet.named"
-named "$top_srcdir/inputs/default.deck" >"$tmp/default.named"
-if cmp -s "$tmp/fleet.named" "$tmp/default.named" && [ -s "$tmp/fleet.named" ]; then
-  echo "ok default.deck has fleet.deck's $(grep -c '^\[' "$tmp/fleet.named") path sections verbatim"
-else
-  fail "the named sections of default.deck and fleet.deck differ:"; diff "$tmp/fleet.named" "$tmp/default.named" | head -n 20
-fi
+for d in default health; do
+  named "$top_srcdir/inputs/$d.deck" >"$tmp/$d.named"
+  if cmp -s "$tmp/fleet.named" "$tmp/$d.named" && [ -s "$tmp/fleet.named" ]; then
+    echo "ok $d.deck has fleet.deck's $(grep -c '^\[' "$tmp/fleet.named") path sections verbatim"
+  else
+    fail "the named sections of $d.deck and fleet.deck differ:"; diff "$tmp/fleet.named" "$tmp/$d.named" | head -n 20
+  fi
+done
 # The check can fail: without [gemm.scale] nothing has alpha != 1 or beta != 0.
 sed '/^\[gemm.scale\]/,/^$/d' "$top_srcdir/inputs/fleet.deck" >"$tmp/noscale.deck"
 "$KVAL" --backend cuda --dry-run "$tmp/noscale.deck" >"$tmp/noscale.out" 2>&1
@@ -54,5 +56,5 @@ for t in fa2:kval-mma:q-tail fa2:kval-mma:k-tail fa2:kval-mma:k-blocks fa2:kval-
   decode:single decode:split decode:ctx-tail decode:rows-partial decode:dist=large_logits; do
   sed -n 's/^path .* => //p' "$tmp/smoke.out" | tr ' ' '\n' | grep -qx "$t" || fail "smoke.deck (cpu): no case takes $t"
 done
-[ $rc -eq 0 ] && echo "ok coverage: fleet.deck and default.deck reach every kernel path; smoke.deck the emulations' branches"
+[ $rc -eq 0 ] && echo "ok coverage: fleet.deck, default.deck and health.deck reach every kernel path; smoke.deck the emulations' branches"
 exit $rc

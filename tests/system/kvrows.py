@@ -19,13 +19,19 @@ MESSAGE_LEN, HIST_BINS, HEADER, MAGIC = 96, 20, 56, b"KVJOURN1"
 
 
 def result_fields():
-    """Names of the float64 and int64 fields from src/core/result.h (the X-macro lists)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "core", "result.h")
-    text = open(path).read()
+    """Names of the float64 and int64 fields from src/core/result.h (the X-macro lists), with
+    the phases of src/core/timing.h (KV_PHASES, a dataset each) where result.h expands them."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "core")
+    text = open(os.path.join(here, "result.h")).read()
+    timing = open(os.path.join(here, "timing.h")).read()
+    phases = re.findall(r"P\(X, \w+, (\w+),", re.search(r"#define KV_PHASES\(P, X\)(.*?)\n\s*\n", timing, re.S).group(1))
     out = []
     for macro in ("KV_RESULT_DOUBLES", "KV_RESULT_INTS"):
         body = re.search(r"#define %s\(X\)(.*?)\n\s*\n" % macro, text, re.S).group(1)
-        out.append(re.findall(r"X\((\w+),", body))
+        names = []
+        for m in re.finditer(r"\bX\((\w+),|\bKV_PHASES\(KV_RESULT_PHASE, X\)", body):
+            names.extend([m.group(1)] if m.group(1) else phases)
+        out.append(names)
     return out
 
 
