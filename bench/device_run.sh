@@ -12,7 +12,8 @@
 # /tmp/kval-bench-build): the build tree, configured there (CONFIGURE_ARGS) unless it already
 # holds a Makefile; BENCH_DEADLINE (default 560): seconds for the whole call, each step's time
 # limit cut to what is left and a step with under 10 s left skipped (rc=skipped); a driver
-# stopped by its limit leaves the rows it finished in its CSV. Exit 0 when every step ran and
+# stopped by its limit leaves the rows it finished in its CSV. BENCH_QUICK=1: the bench rows and
+# the peers only (no ladder, configs or pages sweeps): the side-by-side check in a short call. Exit 0 when every step ran and
 # every bench case passed (peers without PyTorch do not count).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -88,7 +89,10 @@ peers() {
   record "$rc" "$f peers.py"
 }
 
+quick=${BENCH_QUICK:-0}
 for f in $families; do
+  [ "$quick" = 1 ] && case $f in fa2 | norm | decode) drive "$f" bench 150; peers "$f" 120; continue ;;
+    gemm) drive gemm bench 120; continue ;; esac
   case $f in
     fa2) drive fa2 bench 180; drive fa2 ladder 90 1; peers fa2 120 ;;
     gemm) drive gemm bench 120; drive gemm ladder 40 1 ;;

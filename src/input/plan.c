@@ -1,18 +1,18 @@
 /* plan.c - the sweep plan: deck sections and keys checked against the family registry,
- * axis values and parameters parsed and range-checked, [run] settings, and each selected
+ * axis values and parameters parsed and range-checked, and each selected
  * family's dense grid expanded into cases (row-major cells, skipped ones with a reason).
- * Rank assignment and --dry-run printing are in plan_assign.c. */
+ * Value parsing, the error format and the [run] keys are in plan_values.c; rank assignment and
+ * --dry-run printing in plan_assign.c. */
 #include "input/plan.h"
 
-#include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
 #include "input/estimate.h"
+#include "input/plan_values.h"
 #include "numerics/rng.h"
 
 /* Cells of one family's grid: a million kernel runs is far beyond any job, and expanding the
@@ -20,79 +20,14 @@
 #define PLAN_MAX_CELLS 1000000ULL
 #define LIST_LEN 512               /* room for "one of: ..." lists in messages */
 
-/* Keys of the [run] section. */
-typedef enum { RUN_U64, RUN_INT, RUN_DOUBLE, RUN_CHOICE } run_kind;
-typedef struct {
-  const char *name;
-  run_kind kind;
-  size_t offset; /* into kv_run_settings */
-  double min, max;
-  const char *yes, *no; /* RUN_CHOICE: the words for 1 and 0 */
-} run_key;
-
-static const run_key run_keys[] = {
-    {"seed", RUN_U64, offsetof(kv_run_settings, seed), 0, 0, NULL, NULL},
-    {"warmup", RUN_INT, offsetof(kv_run_settings, warmup), 0, 1e6, NULL, NULL},
-    {"min_reps", RUN_INT, offsetof(kv_run_settings, min_reps), 1, 1e7, NULL, NULL},
-    {"max_reps", RUN_INT, offsetof(kv_run_settings, max_reps), 1, 1e7, NULL, NULL},
-    {"rse_target", RUN_DOUBLE, offsetof(kv_run_settings, rse_target), 0, 1, NULL, NULL},
-    {"time_cap", RUN_DOUBLE, offsetof(kv_run_settings, time_cap), 0, 3600, NULL, NULL},
-    {"l2_flush", RUN_CHOICE, offsetof(kv_run_settings, l2_flush), 0, 0, "flush", "warm"},
-    {"cpu_ref_budget", RUN_DOUBLE, offsetof(kv_run_settings, cpu_ref_budget), 0, 1e18, NULL, NULL},
-    {"sample_rows", RUN_INT, offsetof(kv_run_settings, sample_rows), 2, 1e9, NULL, NULL},
-    {"tol_c1", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.c1), 0, 1e9, NULL, NULL},
-    {"tol_c2", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.c2), 0, 1e9, NULL, NULL},
-    {"tol_abs_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.abs_floor), 0, 1e30, NULL, NULL},
-    {"tol_rel_floor", RUN_DOUBLE, offsetof(kv_run_settings, tol_override.rel_floor), 0, 1e30, NULL, NULL},
-    {"flush_interval", RUN_DOUBLE, offsetof(kv_run_settings, flush_interval), 0, 86400, NULL, NULL},
-    {"stall_timeout", RUN_DOUBLE, offsetof(kv_run_settings, stall_timeout), 0, 1e6, NULL, NULL},
-    {"on_stall", RUN_CHOICE, offsetof(kv_run_settings, stall_abort), 0, 0, "abort", "wait"},
-    {"watchdog", RUN_DOUBLE, offsetof(kv_run_settings, watchdog), 0.001, 86400, NULL, NULL},
-    {"bias_limit", RUN_DOUBLE, offsetof(kv_run_settings, bias_limit), 0, 1, NULL, NULL},
-};
-#define N_RUN_KEYS (int)(sizeof run_keys / sizeof run_keys[0])
-#define N_TOL_KEYS 4
-
-static const kv_run_settings run_defaults = {
-    .seed = 1, .warmup = 2, .min_reps = 5, .max_reps = 200, .rse_target = 0.005, .time_cap = 1.0,
-    .l2_flush = 1, .cpu_ref_budget = 2e9, .sample_rows = 64, .flush_interval = 2.0, .stall_timeout = 30.0,
-    .watchdog = 60.0, .bias_limit = 0.1};
-
-/* "FILE:LINE:COL: error: WHAT (got 'TOKEN'; expected VALID)"; line 0 drops LINE:COL. */
-static int plan_err(char *err, size_t errlen, const char *file, int line, int col, const char *got,
-                    const char *expected, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
-static int plan_err(char *err, size_t errlen, const char *file, int line, int col, const char *got,
-                    const char *expected, const char *fmt, ...) {
-  char what[512], where[300];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  if (line > 0) snprintf(where, sizeof where, "%s:%d:%d", file, line, col);
-  else snprintf(where, sizeof where, "%s", file);
-  snprintf(err, errlen, "%s: error: %s (got '%.80s'; expected %s)", where, what, got, expected);
-  return -1;
-}
-
-static int tok_err(char *err, size_t errlen, const kv_deck_entry *en, const kv_token *t, const char *expected,
-                   const char *what) {
-  return plan_err(err, errlen, en->file, t->line, t->col, t->text, expected, "%s of %s.%s", what, en->section,
-                  en->key);
-}
-
-static void list_append(char *buf, size_t len, const char *item) {
-  size_t used = strlen(buf);
-  snprintf(buf + used, len - used, "%s%s", used ? ", " : "", item);
-}
-
 static void family_names(char *buf, size_t len, int brackets, int with_run) {
   buf[0] = '\0';
   for (int i = 0; kv_families[i]; i++) {
     char item[80];
     snprintf(item, sizeof item, brackets ? "[%s]" : "%s", kv_families[i]->name);
-    list_append(buf, len, item);
+    kv_plan_list_append(buf, len, item);
   }
-  if (with_run) list_append(buf, len, "[run]");
+  if (with_run) kv_plan_list_append(buf, len, "[run]");
 }
 
 static char *copy_str(const char *s) {
@@ -134,133 +69,36 @@ static int check_names(const kv_deck *d, char *err, size_t errlen) {
       family_names(list, sizeof list, 1, 1);
       char expected[LIST_LEN + 48];
       snprintf(expected, sizeof expected, "one of %s, or [FAMILY.NAME]", list);
-      return plan_err(err, errlen, s->file, s->line, s->col, s->name, expected, "unknown section [%s]", s->name);
+      return kv_plan_err(err, errlen, s->file, s->line, s->col, s->name, expected, "unknown section [%s]", s->name);
     }
     if (strlen(s->name) >= KV_SECTION_NAME_LEN)
-      return plan_err(err, errlen, s->file, s->line, s->col, s->name, "a section name of at most 15 characters",
-                      "section name [%s] too long", s->name);
+      return kv_plan_err(err, errlen, s->file, s->line, s->col, s->name, "a section name of at most 15 characters",
+                         "section name [%s] too long", s->name);
   }
   for (int i = 0; i < d->n_entries; i++) {
     const kv_deck_entry *en = &d->entries[i];
     list[0] = '\0';
     int known = 0;
     if (strcmp(en->section, "run") == 0) {
-      for (int k = 0; k < N_RUN_KEYS; k++) {
-        known |= strcmp(en->key, run_keys[k].name) == 0;
-        list_append(list, sizeof list, run_keys[k].name);
-      }
+      known = kv_plan_run_key(en->key, list, sizeof list);
     } else {
       const kv_family *f = section_family(en->section, NULL);
       for (int k = 0; f->axes[k].name; k++) {
         known |= strcmp(en->key, f->axes[k].name) == 0;
-        list_append(list, sizeof list, f->axes[k].name);
+        kv_plan_list_append(list, sizeof list, f->axes[k].name);
       }
       for (int k = 0; f->params && f->params[k].name; k++) {
         known |= strcmp(en->key, f->params[k].name) == 0;
-        list_append(list, sizeof list, f->params[k].name);
+        kv_plan_list_append(list, sizeof list, f->params[k].name);
       }
     }
     if (!known) {
       char expected[LIST_LEN + 16];
       snprintf(expected, sizeof expected, "one of %s", list);
-      return plan_err(err, errlen, en->file, en->line, en->col, en->key, expected, "unknown key '%s' in [%s]",
-                      en->key, en->section);
+      return kv_plan_err(err, errlen, en->file, en->line, en->col, en->key, expected, "unknown key '%s' in [%s]",
+                         en->key, en->section);
     }
   }
-  return 0;
-}
-
-static int one_value(const kv_deck_entry *en, const char *expected, char *err, size_t errlen) {
-  if (en->n_values == 1) return 0;
-  return plan_err(err, errlen, en->file, en->values[1].line, en->values[1].col, en->values[1].text, expected,
-                  "%s.%s takes a single value, not %d", en->section, en->key, en->n_values);
-}
-
-/* A whole token as a finite number: 0 on success, 1 when it is not a number, 2 when it
- * overflows a double (1e999), 3 when it is nonzero but rounds to zero (1e-400). A value below
- * the smallest normal double (1e-320) is kept as strtod rounds it: ERANGE on such an
- * underflow is not an error. */
-static int to_double(const char *s, double *v) {
-  char *end;
-  errno = 0;
-  *v = strtod(s, &end);
-  if (!*s || *end || isnan(*v)) return 1;
-  if (isinf(*v)) return errno == ERANGE ? 2 : 1;
-  if (errno == ERANGE && *v == 0.0)
-    for (const char *p = s; p < end && *p != 'e' && *p != 'E'; p++)
-      if (*p >= '1' && *p <= '9') return 3;
-  return 0;
-}
-
-static const char *const number_problem[] = {"", "invalid value", "value out of range",
-                                             "value too small for a double (it would round to 0)"};
-static int to_ll(const char *s, long long *v) {
-  char *end;
-  errno = 0;
-  *v = strtoll(s, &end, 10);
-  return *s && !*end && errno != ERANGE ? 0 : -1;
-}
-static int to_u64(const char *s, uint64_t *v) {
-  char *end;
-  if (*s < '0' || *s > '9') return -1;
-  errno = 0;
-  unsigned long long x = strtoull(s, &end, 10);
-  *v = x;
-  return !*end && errno != ERANGE ? 0 : -1;
-}
-
-static int run_settings(const kv_deck *d, int have_seed, uint64_t seed, kv_run_settings *rs, char *err,
-                        size_t errlen) {
-  *rs = run_defaults;
-  const kv_deck_entry *tol[N_TOL_KEYS] = {0};
-  int n_tol = 0;
-  for (int k = 0; k < N_RUN_KEYS; k++) {
-    const run_key *rk = &run_keys[k];
-    const kv_deck_entry *en = kv_deck_find(d, "run", rk->name);
-    if (!en) continue;
-    if (strncmp(rk->name, "tol_", 4) == 0) tol[n_tol++] = en;
-    char expected[128];
-    void *field = (char *)rs + rk->offset;
-    const kv_token *t = &en->values[0];
-    if (rk->kind == RUN_U64) {
-      snprintf(expected, sizeof expected, "a decimal integer in 0..18446744073709551615");
-      if (one_value(en, expected, err, errlen)) return -1;
-      if (to_u64(t->text, (uint64_t *)field)) return tok_err(err, errlen, en, t, expected, "invalid value");
-    } else if (rk->kind == RUN_INT) {
-      long long v = 0;
-      snprintf(expected, sizeof expected, "an integer in %.0f..%.0f", rk->min, rk->max);
-      if (one_value(en, expected, err, errlen)) return -1;
-      if (to_ll(t->text, &v) || v < rk->min || v > rk->max) return tok_err(err, errlen, en, t, expected, "invalid value");
-      *(int *)field = (int)v;
-    } else if (rk->kind == RUN_DOUBLE) {
-      double v = 0;
-      snprintf(expected, sizeof expected, "a number in %g..%g", rk->min, rk->max);
-      if (one_value(en, expected, err, errlen)) return -1;
-      int bad = to_double(t->text, &v);
-      if (bad || v < rk->min || v > rk->max)
-        return tok_err(err, errlen, en, t, expected, bad ? number_problem[bad] : "invalid value");
-      *(double *)field = v;
-    } else {
-      snprintf(expected, sizeof expected, "%s or %s", rk->yes, rk->no);
-      if (one_value(en, expected, err, errlen)) return -1;
-      if (strcmp(t->text, rk->yes) != 0 && strcmp(t->text, rk->no) != 0)
-        return tok_err(err, errlen, en, t, expected, "invalid value");
-      *(int *)field = strcmp(t->text, rk->yes) == 0;
-    }
-  }
-  if (rs->max_reps < rs->min_reps) {
-    const kv_deck_entry *en = kv_deck_find(d, "run", "max_reps");
-    if (!en) en = kv_deck_find(d, "run", "min_reps");
-    char expected[64];
-    snprintf(expected, sizeof expected, "max_reps >= min_reps (%d)", rs->min_reps);
-    return tok_err(err, errlen, en, &en->values[0], expected, "max_reps below min_reps");
-  }
-  if (n_tol > 0 && n_tol < N_TOL_KEYS)
-    return plan_err(err, errlen, tol[0]->file, tol[0]->line, tol[0]->col, tol[0]->key,
-                    "all four of tol_c1, tol_c2, tol_abs_floor, tol_rel_floor",
-                    "[run] tolerance override is incomplete: %d of the 4 tol_* keys given", n_tol);
-  rs->has_tol_override = n_tol == N_TOL_KEYS;
-  if (have_seed) rs->seed = seed;
   return 0;
 }
 
@@ -364,12 +202,12 @@ static int axis_entry(const kv_deck *d, const char *sec, const kv_axis_desc *a, 
     const kv_deck_section *s = kv_deck_find_section(d, sec);
     char expected[160];
     snprintf(expected, sizeof expected, "'%s = VALUES' in [%s] or --set %s.%s=VALUES", a->name, sec, sec, a->name);
-    return plan_err(err, errlen, s ? s->file : d->path, s ? s->line : 0, s ? s->col : 0, "", expected,
-                    "[%s] needs the key '%s'", sec, a->name);
+    return kv_plan_err(err, errlen, s ? s->file : d->path, s ? s->line : 0, s ? s->col : 0, "", expected,
+                       "[%s] needs the key '%s'", sec, a->name);
   }
   size_t len = strlen(sec) + strlen(a->name) + strlen(a->defaults) + 16;
   char *text = KV_MALLOC(len);
-  if (!text) return plan_err(err, errlen, "kval", 0, 0, "", "enough memory", "out of memory");
+  if (!text) return kv_plan_err(err, errlen, "kval", 0, 0, "", "enough memory", "out of memory");
   snprintf(text, len, "[%s]\n%s = %s\n", sec, a->name, a->defaults);
   int rc = kv_deck_parse_string("<default>", text, tmp, err, errlen);
   free(text);
@@ -422,7 +260,7 @@ static int axis_values(const kv_deck_entry *en, const kv_axis_desc *a, kv_axis_v
   if (a->type == KV_AXIS_INT) snprintf(expected, sizeof expected, "an integer in %.0f..%.0f", a->min, a->max);
   else if (a->type == KV_AXIS_REAL) snprintf(expected, sizeof expected, "a number in %g..%g", a->min, a->max);
   else if (a->choices) {
-    for (int k = 0; a->choices[k]; k++) list_append(list, sizeof list, a->choices[k]);
+    for (int k = 0; a->choices[k]; k++) kv_plan_list_append(list, sizeof list, a->choices[k]);
     snprintf(expected, sizeof expected, "one of: %s", list);
   } else if (is_precision)
     snprintf(expected, sizeof expected, "STORAGE:ACCUM with types fp16, bf16 or fp32 (e.g. fp16:fp32)");
@@ -431,35 +269,38 @@ static int axis_values(const kv_deck_entry *en, const kv_axis_desc *a, kv_axis_v
   else if (a->type == KV_AXIS_REAL) av->reals = KV_CALLOC((size_t)av->n, sizeof *av->reals);
   else av->strs = KV_CALLOC((size_t)av->n, sizeof *av->strs);
   if (!av->ints && !av->reals && !av->strs)
-    return plan_err(err, errlen, en->file, 0, 0, "", "enough memory", "out of memory");
+    return kv_plan_err(err, errlen, en->file, 0, 0, "", "enough memory", "out of memory");
   for (int i = 0; i < av->n; i++) {
     const kv_token *t = &en->values[i];
     if (a->type == KV_AXIS_INT) {
-      if (to_ll(t->text, &av->ints[i]) != 0) return tok_err(err, errlen, en, t, expected, "not an integer value");
-      if (av->ints[i] < a->min || av->ints[i] > a->max) return tok_err(err, errlen, en, t, expected, "value out of range");
+      if (kv_plan_to_ll(t->text, &av->ints[i]) != 0)
+        return kv_plan_tok_err(err, errlen, en, t, expected, "not an integer value");
+      if (av->ints[i] < a->min || av->ints[i] > a->max)
+        return kv_plan_tok_err(err, errlen, en, t, expected, "value out of range");
       continue;
     }
     if (a->type == KV_AXIS_REAL) {
-      int bad = to_double(t->text, &av->reals[i]);
-      if (bad == 1) return tok_err(err, errlen, en, t, expected, "not a number");
-      if (bad) return tok_err(err, errlen, en, t, expected, number_problem[bad]);
+      int bad = kv_plan_to_double(t->text, &av->reals[i]);
+      if (bad == 1) return kv_plan_tok_err(err, errlen, en, t, expected, "not a number");
+      if (bad) return kv_plan_tok_err(err, errlen, en, t, expected, kv_plan_number_problem[bad]);
       if (av->reals[i] < a->min || av->reals[i] > a->max)
-        return tok_err(err, errlen, en, t, expected, "value out of range");
+        return kv_plan_tok_err(err, errlen, en, t, expected, "value out of range");
       continue;
     }
     if (a->choices) {
       int k = 0;
       while (a->choices[k] && strcmp(a->choices[k], t->text) != 0) k++;
-      if (!a->choices[k]) return tok_err(err, errlen, en, t, expected, "unknown value");
+      if (!a->choices[k]) return kv_plan_tok_err(err, errlen, en, t, expected, "unknown value");
     }
     kv_precision prec;
     if (is_precision && kv_precision_parse(t->text, &prec) != 0)
-      return tok_err(err, errlen, en, t, expected, "malformed precision");
-    if (!(av->strs[i] = copy_str(t->text))) return plan_err(err, errlen, en->file, 0, 0, "", "enough memory", "out of memory");
+      return kv_plan_tok_err(err, errlen, en, t, expected, "malformed precision");
+    if (!(av->strs[i] = copy_str(t->text)))
+      return kv_plan_err(err, errlen, en->file, 0, 0, "", "enough memory", "out of memory");
   }
   int dup = first_duplicate(av, a->type);
   if (dup >= 0)
-    return tok_err(err, errlen, en, &en->values[dup], "each value once per axis", "duplicate value");
+    return kv_plan_tok_err(err, errlen, en, &en->values[dup], "each value once per axis", "duplicate value");
   return 0;
 }
 
@@ -489,8 +330,8 @@ static int family_plan(const kv_deck *d, const kv_family *f, int index, const ch
       char got[32], want[64];
       snprintf(got, sizeof got, "%zu cells so far", fp->n_cells);
       snprintf(want, sizeof want, "at most %llu cells per family (fewer values per axis)", PLAN_MAX_CELLS);
-      return plan_err(err, errlen, s ? s->file : d->path, s ? s->line : 0, s ? s->col : 0, got, want,
-                      "the grid of [%s] is too large", sec);
+      return kv_plan_err(err, errlen, s ? s->file : d->path, s ? s->line : 0, s ? s->col : 0, got, want,
+                         "the grid of [%s] is too large", sec);
     }
   }
   for (int k = 0; f->params && f->params[k].name; k++) {
@@ -500,12 +341,12 @@ static int family_plan(const kv_deck *d, const kv_family *f, int index, const ch
     if (!en) continue;
     char expected[128];
     snprintf(expected, sizeof expected, "a number in %g..%g", pd->min, pd->max);
-    if (one_value(en, expected, err, errlen) != 0) return -1;
-    int bad = to_double(en->values[0].text, &fp->param[k]);
-    if (bad == 1) return tok_err(err, errlen, en, &en->values[0], expected, "not a number");
-    if (bad) return tok_err(err, errlen, en, &en->values[0], expected, number_problem[bad]);
+    if (kv_plan_one_value(en, expected, err, errlen) != 0) return -1;
+    int bad = kv_plan_to_double(en->values[0].text, &fp->param[k]);
+    if (bad == 1) return kv_plan_tok_err(err, errlen, en, &en->values[0], expected, "not a number");
+    if (bad) return kv_plan_tok_err(err, errlen, en, &en->values[0], expected, kv_plan_number_problem[bad]);
     if (fp->param[k] < pd->min || fp->param[k] > pd->max)
-      return tok_err(err, errlen, en, &en->values[0], expected, "value out of range");
+      return kv_plan_tok_err(err, errlen, en, &en->values[0], expected, "value out of range");
   }
   return 0;
 }
@@ -549,7 +390,7 @@ void kv_plan_case_at(const kv_family_plan *fp, size_t cell, uint64_t seed, kv_ca
 /* Mark skipped cells and append the valid ones to p->cases. */
 static int expand(kv_plan *p, kv_family_plan *fp, const char *backend, size_t *cap, char *err, size_t errlen) {
   fp->skip_reason = KV_CALLOC(fp->n_cells, sizeof *fp->skip_reason);
-  if (!fp->skip_reason) return plan_err(err, errlen, "kval", 0, 0, "", "enough memory", "out of memory");
+  if (!fp->skip_reason) return kv_plan_err(err, errlen, "kval", 0, 0, "", "enough memory", "out of memory");
   for (size_t cell = 0; cell < fp->n_cells; cell++) {
     kv_case c;
     fill_case(fp, cell, &c);
@@ -563,7 +404,7 @@ static int expand(kv_plan *p, kv_family_plan *fp, const char *backend, size_t *c
     if (p->n_cases == *cap) {
       size_t ncap = *cap ? 2 * *cap : 64;
       kv_case *nc = realloc(p->cases, ncap * sizeof *nc);
-      if (CHECK_ALLOC(nc) != KV_OK) return plan_err(err, errlen, "kval", 0, 0, "", "enough memory", "out of memory");
+      if (CHECK_ALLOC(nc) != KV_OK) return kv_plan_err(err, errlen, "kval", 0, 0, "", "enough memory", "out of memory");
       p->cases = nc;
       *cap = ncap;
     }
@@ -579,8 +420,8 @@ int kv_plan_build(const kv_deck *d, const char *only, const char *backend, kv_mo
   memset(p, 0, sizeof *p);
   p->mode = mode;
   selection sel;
-  if (check_names(d, err, errlen) != 0 || run_settings(d, have_seed, seed, &p->run, err, errlen) != 0 ||
-      select_families(d, only, &sel, err, errlen) != 0)
+  if (check_names(d, err, errlen) != 0 || kv_plan_run_settings(d, have_seed, seed, &p->run, err, errlen) != 0 ||
+                                                               select_families(d, only, &sel, err, errlen) != 0)
     return -1;
   for (int k = 0; k < sel.n; k++) {
     const int i = sel.family[k];

@@ -6,16 +6,16 @@
  * computes the GPU fp64 reference. Checked here:
  *  - the device inputs are bit-identical to the host generator (downloaded again and compared);
  *  - every output element was written and the case passes its tolerance against the GPU
- *    reference; where the CPU emulation of the same inputs fails (fp16 sums overflowing on
- *    `offset` rows), the GPU verdict must be the same failure;
+ *    reference; where it fails, the CPU emulation of the same inputs must fail the same way
+ *    (fp16 sums overflowing on `offset` rows); the emulation runs only then and where it is
+ *    exact (it costs up to 45 s a case for fa2 on the H200's host);
  *  - where the family says the emulation is exact (emulation_exact), the output equals it
  *    bit for bit;
  *  - the GPU reference agrees with the CPU reference on sampled rows (ref_xcheck <= 1e-9);
  *  - timings, resources (no local memory; a library kernel all unknown) are filled in;
  *  - a case larger than the device memory is refused with "needs X GiB, Y GiB free".
  * Per deck it prints the seconds spent in run_case and on the host (generation, emulation),
- * and every case that took over a second with its phases (on the H200 this test has not
- * finished within 60 s since the decode family's deck joined: where the time goes is open).
+ * and every case that took over a second with its phases.
  * Usage: test_families_gpu [small] */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -129,23 +129,31 @@ static void check_case(const kv_backend *be, const kv_case *c, const kv_plan *p)
     kv_case_data_free(&d);
     return;
   }
+  const size_t n = d.out_count;
+  EXPECT(d.out && n == t.out[0].count && !d.rows && d.n_rows * d.row_len == n, "%s: output or reference shape", what);
+  const kv_case_status gpu = judge(c, p, &cost, d.out, d.out_type, &d);
+  /* The emulation on the host (minutes for fa2's tensor-core model) only where it decides
+   * something: a case the family says the kernel must equal bit for bit, or a GPU failure
+   * that the emulation of the same inputs must share. */
+  const int exact = f->emulation_exact && f->emulation_exact(c);
   void *in[KV_MAX_TENSORS] = {0}, *out[KV_MAX_TENSORS] = {0};
-  EXPECT(host_side(c, p, &t, in, out) == 0, "%s: host generation or emulation failed", what);
+  if (exact || gpu != KV_PASS) {
+    EXPECT(host_side(c, p, &t, in, out) == 0, "%s: host generation or emulation failed", what);
+    const kv_case_status cpu = judge(c, p, &cost, out[0], d.out_type, &d);
+    EXPECT(gpu == KV_PASS || gpu == cpu, "%s: GPU verdict %s, emulation %s", what, kv_status_name(gpu),
+           kv_status_name(cpu));
+    if (exact) {
+      size_t differ = 0;
+      for (size_t i = 0; i < n; i++) differ += !same_value(d.out, out[0], i, d.out_type);
+      EXPECT(differ == 0, "%s: %zu elements differ from the emulation, which this kernel must equal", what, differ);
+    }
+  }
   const double t2 = kv_wtime();
   spent.host += t2 - t1;
   if (t2 - t0 > 1.0)
     printf("   slow: %s: %.2f s (run_case %.2f s: setup %.2f, timing %.2f, checks %.2f, reference %.2f, "
            "cross-checks %.2f; host emulation %.2f s)\n", what, t2 - t0, t1 - t0, d.phases.setup, d.phases.timing,
            d.phases.checks, d.ref_seconds, d.phases.xcheck, t2 - t1);
-  const size_t n = d.out_count;
-  EXPECT(d.out && n == t.out[0].count && !d.rows && d.n_rows * d.row_len == n, "%s: output or reference shape", what);
-  const kv_case_status gpu = judge(c, p, &cost, d.out, d.out_type, &d), cpu = judge(c, p, &cost, out[0], d.out_type, &d);
-  EXPECT(gpu == KV_PASS || gpu == cpu, "%s: GPU verdict %s, emulation %s", what, kv_status_name(gpu), kv_status_name(cpu));
-  if (f->emulation_exact && f->emulation_exact(c)) {
-    size_t differ = 0;
-    for (size_t i = 0; i < n; i++) differ += !same_value(d.out, out[0], i, d.out_type);
-    EXPECT(differ == 0, "%s: %zu elements differ from the emulation, which this kernel must equal", what, differ);
-  }
   EXPECT(d.ref_xcheck <= 1e-9, "%s: GPU vs CPU reference disagreement %g", what, d.ref_xcheck);
   EXPECT(d.n_times >= p->run.min_reps && d.times[0] > 0.0 && d.ref_seconds > 0.0, "%s: %d timings", what, d.n_times);
   if (d.res.registers == -1)
@@ -211,13 +219,16 @@ int main(int argc, char **argv) {
   EXPECT(be->free_bytes() > 0, "free_bytes");
   EXPECT(n_decks > 0, "families/*/%s.deck found", small ? "sanitize" : "test");
   for (int k = 0; k < n_decks; k++) {
-    if (build_plan_file(paths[k], only, &d, &p) != 0) {
+    /* The deck's own sections (--only with a family the deck lacks would add its defaults:
+     * every family's default cases on every family's deck, minutes of host emulation). */
+    if (build_plan_file(paths[k], NULL, &d, &p) != 0) {
       EXPECT(0, "%s", paths[k]);
       continue;
     }
     TEST("%s: %zu cases", paths[k], p.n_cases);
     spent.gpu = spent.host = 0.0;
     for (size_t i = 0; i < p.n_cases; i++) {
+      if (!p.cases[i].fp->family->cuda) continue; /* no CUDA implementation in this build */
       if (i == 0 || p.cases[i].fp != p.cases[i - 1].fp) check_generation(&p.cases[i], &p);
       check_case(be, &p.cases[i], &p);
     }

@@ -119,11 +119,15 @@ families_of() {
 
 # run_kval DIR LOG [ARGS...]: kval on the deck in DIR (with the extra kval ARGS), stopped (SIGTERM) at its first failing case or
 # after the timeout; prints "rc check": kval's exit code and the status that flagged it ("-"
-# when none, "deadline" when the timeout stopped a run without a failing case).
+# when none, "deadline" when the timeout stopped a run without a failing case, "cut" when
+# --deadline shortened the run below the timeout and stopped it: not run, not survived).
 run_kval() {
-  local dir=$1 logf=$2 limit=$timeout left pid rc t0 line check=- stopped=0
+  local dir=$1 logf=$2 limit=$timeout left pid rc t0 line check=- stopped=0 cut=0
   shift 2
-  if [ "$deadline" -gt 0 ]; then left=$(( deadline - ($(date +%s) - start) )); [ "$left" -lt "$limit" ] && limit=$left; fi
+  if [ "$deadline" -gt 0 ]; then
+    left=$(( deadline - ($(date +%s) - start) ))
+    [ "$left" -lt "$limit" ] && limit=$left cut=1
+  fi
   [ "$limit" -lt 10 ] && limit=10
   rm -f "$dir/mutant.h5"
   (cd "$dir" && exec env "${run_env[@]}" "$MPIRUN" -np 1 src/kval --backend "$backend" "$deck" -o mutant.h5 \
@@ -148,6 +152,8 @@ run_kval() {
     fi
   elif [ "$rc" = 3 ] && grep -q 'timeout' "$logf"; then
     check=error:timeout
+  elif [ "$stopped" = 1 ] && [ "$cut" = 1 ]; then
+    check=cut
   elif [ "$stopped" = 1 ]; then
     check=deadline
   fi
@@ -202,7 +208,7 @@ run_slot() {
       read -r rc check < <(run_kval "$dir" "$out.run" ${fams:+--only "$fams"})
       flock -u "$lfd"
       killed=no
-      case "$check" in fail_*|error*) killed=yes ;; esac
+      case "$check" in fail_*|error*) killed=yes ;; cut) killed=not-run ;; esac
       [ "$rc" = 2 ] && killed=broken check=input-refused
       [ "$killed" = no ] && [ "$rc" != 0 ] && [ "$check" = - ] && check="crash(rc=$rc)"
     fi
