@@ -35,7 +35,7 @@ typedef struct {
 
 /* Wall time of the phases of one case, seconds (NaN where a backend has no such phase):
  * where a run's time goes beside the timed launches (docs/PERFORMANCE.md). The backends set
- * setup to xcheck; the runner adds judge and total. */
+ * setup, timing, checks, stats and xcheck; the runner adds judge and total. */
 #define KV_PHASE_MEMBER(X, member, dataset, description) double member;
 typedef struct {
   KV_PHASES(KV_PHASE_MEMBER, )

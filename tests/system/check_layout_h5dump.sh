@@ -3,8 +3,8 @@
 # Python): root attributes, /ranks with one row per rank, every family group with its
 # attributes, the status enum (the named type /case_status, int8 with the names of
 # src/core/dtype.c), the fixed datasets (checksum among them) and every result field of
-# src/core/result.h, a DIMENSION_LIST on every per-cell dataset and the dimension-scale CLASS
-# on rank, hist_bin and each axis.
+# src/core/result.h with the phase datasets of src/core/timing.h (KV_PHASES), a DIMENSION_LIST
+# on every per-cell dataset and the dimension-scale CLASS on rank, hist_bin and each axis.
 # Usage: tests/system/check_layout_h5dump.sh FILE NRANKS     (H5DUMP overrides the h5dump binary)
 # Exit 0 when the file conforms, 1 with one line per problem otherwise.
 
@@ -98,7 +98,8 @@ else
 fi
 
 # --- families ---
-fields=$(sed -n 's/^ *X(\([a-z_0-9]*\),.*/\1/p' "$here/../../src/core/result.h")
+fields="$(sed -n 's/^ *X(\([a-z_0-9]*\),.*/\1/p' "$here/../../src/core/result.h")
+$(sed -n 's/^ *P(X, [a-z_0-9]*, \([a-z_0-9]*\),.*/\1/p' "$here/../../src/core/timing.h")"
 [ -n "$fields" ] || bad "cannot read the result fields from $here/../../src/core/result.h"
 families=$(grep '^G|' "$tmp/objects" | cut -d'|' -f2 | grep -v '^/$' | grep -v '^/ranks$')
 [ -n "$families" ] || bad "no family group"
