@@ -2,9 +2,9 @@
 # health_test.sh - the health level and the operator's week on a real Slurm started here
 # (tests/system/slurm_cluster.sh: slurm_start / slurm_stop). jobs/healthcheck.sh is run the
 # way slurmd runs a HealthCheckProgram (as root on the node, outside a job), on the cpu
-# backend with 3 ranks: a healthy node passes, stays idle and its metrics say 1 per GPU; an
-# injected bitflip with -n prints the drain command and leaves the node idle; without -n it
-# drains the node with a reason naming the one faulty GPU, and the metrics say 0 for it; a
+# backend: a healthy node passes the shipped health.deck on one rank, stays idle and its
+# metrics say 1 for its GPU; with 3 ranks (a majority names the faulty one) an injected
+# bitflip with -n prints the drain command and leaves the node idle; without -n it drains the node with a reason naming the one faulty GPU, and the metrics say 0 for it; a
 # missing kval or an unreadable deck (exit 2) never drains; a run that cannot end within -t
 # drains with a reason. The health deck's time on the cpu backend is printed (not asserted: no wall-clock
 # luck). Then README.md's operator's-week block runs exactly as written (fleet.sh twice
@@ -41,14 +41,15 @@ state() { sinfo -h -n "$node" -o '%T' | head -n 1 | tr -d '*~#!%$@^-'; }
 reason() { sinfo -h -n "$node" -o '%E' | head -n 1; }
 uuid_of() { "$PYTHON" -c "import h5py, sys; u = h5py.File(sys.argv[1], 'r')['ranks/uuid'][int(sys.argv[2])]; print(u.decode() if isinstance(u, bytes) else u)" "$@"; }
 
-# 1. A healthy node.
+# 1. A healthy node: the shipped health.deck on one cpu-backend rank (its 487 cases take about a
+# minute; three ranks on two loaded cores spin in MPI's waits for the slowest, many times longer).
 mkdir -p "$tmp/prom"
 t0=$(date +%s)
-bash "$hc" -N "$node" -m "$tmp/prom/kval.prom" >"$tmp/ok.log" 2>&1; code=$?
+NRANKS=1 bash "$hc" -N "$node" -m "$tmp/prom/kval.prom" >"$tmp/ok.log" 2>&1; code=$?
 secs=$(($(date +%s) - t0))
 [ $code -eq 0 ] || { fail "healthy node: exit $code"; cat "$tmp/ok.log"; }
 [ "$(state)" = idle ] || fail "healthy node: state $(state), expected idle"
-[ "$(grep -c '^kval_gpu_ok{.*} 1$' "$tmp/prom/kval.prom" 2>/dev/null)" -eq 3 ] || fail "healthy node: kval_gpu_ok is not 1 for 3 GPUs"
+[ "$(grep -c '^kval_gpu_ok{.*} 1$' "$tmp/prom/kval.prom" 2>/dev/null)" -eq 1 ] || fail "healthy node: kval_gpu_ok is not 1 for its GPU"
 ls "$tmp/prom"/*.tmp.* >/dev/null 2>&1 && fail "metrics: a temporary file was left behind"
 echo "ok healthy node: exit 0, idle, metrics 1 per GPU ($(sed -n 's/.*healthy (\(.*\))$/\1/p' "$tmp/ok.log"); $secs s in all)"
 
