@@ -178,8 +178,9 @@ static void check_buffers(const kv_tensors *t, const host_buffers *b, const uint
   kv_launch_finding(d, launch);
 }
 
-/* Time the emulation: warm-up, then repeat until the median is stable, the time cap is
- * spent, or max_reps; the outputs' checksum after the first and the last launch, then the
+/* Time the emulation by this thread's CPU time (a loaded machine's preemption would otherwise
+ * be most of a small case's time and differ between ranks): warm-up, then repeat until the
+ * median is stable, the time cap is spent, or max_reps; the outputs' checksum after the first and the last launch, then the
  * verification launch on outputs poisoned again (its outputs are the ones judged). */
 static kv_status time_emulation(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, host_buffers *b,
                                 uint64_t *launch, kv_case_data *d) {
@@ -193,9 +194,9 @@ static kv_status time_emulation(const kv_case *c, const kv_run_settings *rs, con
   double spent = 0.0;
   d->n_times = 0;
   while (d->n_times < rs->max_reps) {
-    const double t0 = kv_wtime();
+    const double t0 = kv_cputime();
     KV_TRY(f->emulate(c, b->in, b->out));
-    const double dt = kv_wtime() - t0;
+    const double dt = kv_cputime() - t0;
     if (d->n_times == 0 && rs->warmup == 0) launch[0] = outputs_sum(t, b);
     d->times[d->n_times++] = dt;
     spent += dt;

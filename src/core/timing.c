@@ -72,6 +72,12 @@ double kv_timing_median_rse(const double *samples, int n) {
   return median > 0.0 ? spread / (2.0 * Z95 * median) : INFINITY;
 }
 
+double kv_cputime(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 double kv_wtime(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

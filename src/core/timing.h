@@ -55,6 +55,10 @@ void kv_timing_summarize(double *samples, int n, kv_timing *t);
  * distribution-free order-statistic interval; +inf when n < 5. */
 double kv_timing_median_rse(const double *samples, int n);
 
+/* CPU time of the calling thread in seconds: the cpu backend's kernel timer (its kernels are
+ * the emulations on this thread; time spent preempted by other load does not count). */
+double kv_cputime(void);
+
 /* Monotonic wall clock in seconds. */
 double kv_wtime(void);
 
