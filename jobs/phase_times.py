@@ -2,15 +2,14 @@
 """phase_times.py - where a kval run's time went, per group (family section): the cases that
 ran, the sums of their phase times (the t_* datasets: setup, timing loop, checks, statistics,
 cross-checks, judge, whole case; ref_seconds: the fp64 reference: every dataset whose
-long_name is a "wall time of ...", as src/core/timing.h's KV_PHASES writes them), the kernel time inside the
-timing loop (time_mean x reps) and the loop's overhead per repetition beside it (flush, launch
+long_name is a "wall time of ...", as src/core/timing.h's KV_PHASES writes them), the kernel
+time inside the timing loop (time_mean x reps) and the loop's overhead per repetition beside it (flush, launch
 and wait around each timed launch, the warm-up launches included).
     python3 jobs/phase_times.py FILE.h5 [--top N]"""
 import argparse
 
 import h5py
 import numpy as np
-
 
 
 def phases_of(g):

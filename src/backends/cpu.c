@@ -180,8 +180,8 @@ static void check_buffers(const kv_tensors *t, const host_buffers *b, const uint
 
 /* Time the emulation by this thread's CPU time (a loaded machine's preemption would otherwise
  * be most of a small case's time and differ between ranks): warm-up, then repeat until the
- * median is stable, the time cap is spent, or max_reps; the outputs' checksum after the first and the last launch, then the
- * verification launch on outputs poisoned again (its outputs are the ones judged). */
+ * median is stable, the time cap is spent, or max_reps; the outputs' checksum after the first
+ * and the last launch, then the verification launch on outputs poisoned again (its outputs are the ones judged). */
 static kv_status time_emulation(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, host_buffers *b,
                                 uint64_t *launch, kv_case_data *d) {
   const kv_family *f = c->fp->family;

@@ -72,17 +72,15 @@ double kv_timing_median_rse(const double *samples, int n) {
   return median > 0.0 ? spread / (2.0 * Z95 * median) : INFINITY;
 }
 
-double kv_cputime(void) {
+static double seconds_of(clockid_t clock) {
   struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  clock_gettime(clock, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-double kv_wtime(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+double kv_cputime(void) { return seconds_of(CLOCK_THREAD_CPUTIME_ID); }
+
+double kv_wtime(void) { return seconds_of(CLOCK_MONOTONIC); }
 
 double kv_lap(double *mark) {
   const double now = kv_wtime(), dt = now - *mark;
