@@ -61,7 +61,10 @@ grep -q '^  beta  *1$' "$tmp/dry.log" || fail "--set gemm.tails.beta=1 did not r
 code=$?
 [ $code -eq 2 ] && grep -q "holds family /gemm, which this run does not plan" "$tmp/fewer.log" ||
   { fail "--resume --only gemm.tails,rmsnorm.odd: exit $code, expected 2"; cat "$tmp/fewer.log"; }
-"$PYTHON" -m kval_analysis fleet "$f" -q || fail "kval-analyze fleet: exit $?"
+# Two cpu-backend ranks on a loaded test machine differ in speed by more than fleet's 2 %
+# (CI flagged one on these 2-repetition cases): the timing rule is set out of reach, so
+# fleet judges what this file is about (it reads every section, fingerprints, failures).
+"$PYTHON" -m kval_analysis fleet "$f" -q --slow 1000 --z 1e6 || fail "kval-analyze fleet: exit $?"
 "$PYTHON" -m kval_analysis report "$f" -o "$tmp/report" >"$tmp/report.log" 2>&1 || { fail "report: exit $?"; tail "$tmp/report.log"; }
 grep -q 'gemm.tails' "$tmp/report/report.md" 2>/dev/null || fail "the report does not name gemm.tails"
 [ $rc -eq 0 ] && echo "ok sections: groups, inputs, --only/--set, --resume, analysis"
