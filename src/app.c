@@ -22,6 +22,7 @@
 #include "output/metrics.h"
 #include "output/output.h"
 #include "input/plan.h"
+#include "run/calibrate.h"
 #include "run/fleet.h"
 #include "run/runner.h"
 
@@ -322,7 +323,11 @@ int kv_app_run(int argc, char **argv) {
   }
   if (MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
   if (code == KV_EXIT_PASS && opt.dry_run) {
-    if (rank == 0) kv_plan_print(&plan, nranks, stdout);
+    if (rank == 0) {
+      kv_estimate_scale scale;
+      kv_calibrate(be, &plan, &scale);
+      kv_plan_print(&plan, nranks, scale.scale, scale.rates, stdout);
+    }
     if (rank == 0) kv_plan_print_paths(&plan, opt.verbose, stdout);
   } else if (code == KV_EXIT_PASS) {
     code = run_plan(argc, argv, &opt, be, &plan, &deck, rank, nranks);

@@ -79,8 +79,10 @@ size_t kv_plan_rank_cases(const kv_plan *p, int rank, int nranks, size_t **out);
 /* Fill a case's axis values, precision and key from its family plan and cell. */
 void kv_plan_case_at(const kv_family_plan *fp, size_t cell, uint64_t seed, kv_case *c);
 
-/* Print the plan (cases per rank, estimated cost, skipped combinations) for --dry-run. */
-void kv_plan_print(const kv_plan *p, int nranks, FILE *out);
+/* Print the plan (cases per rank, estimated cost, skipped combinations) for --dry-run.
+ * scale (per family section, may be NULL: 1) multiplies the estimates; rates (may be NULL)
+ * says how they were made. */
+void kv_plan_print(const kv_plan *p, int nranks, const double *scale, const char *rates, FILE *out);
 /* The kernel paths the plan's cases reach, per family of the plan, against every path its
  * dispatcher can take (kv_family.path, path_tag); verbose: first each case with its path
  * (plan_paths.c). */

@@ -138,7 +138,12 @@ static void print_family(const kv_family_plan *fp, FILE *out) {
   if (rc.other) fprintf(out, "  skipped %zu: other reasons\n", rc.other);
 }
 
-void kv_plan_print(const kv_plan *p, int nranks, FILE *out) {
+/* A case's estimate as printed: the model's, times its family section's measured scale. */
+static double case_seconds(const kv_case *c, const double *scale) {
+  return c->est_seconds * (scale ? scale[c->fp->slot] : 1.0);
+}
+
+void kv_plan_print(const kv_plan *p, int nranks, const double *scale, const char *rates, FILE *out) {
   const kv_run_settings *rs = &p->run;
   fprintf(out, "plan: mode %s, %d rank%s, seed %llu, %zu valid cases\n",
           p->mode == KV_MODE_FLEET ? "fleet" : "split", nranks, nranks == 1 ? "" : "s",
@@ -159,11 +164,12 @@ void kv_plan_print(const kv_plan *p, int nranks, FILE *out) {
   if (!load || !count) KV_FATAL("out of memory printing the plan for %d ranks", nranks);
   if (p->mode == KV_MODE_FLEET) {
     double total = 0.0;
-    for (size_t i = 0; i < p->n_cases; i++) total += p->cases[i].est_seconds;
+    for (size_t i = 0; i < p->n_cases; i++) total += case_seconds(&p->cases[i], scale);
     for (int r = 0; r < nranks; r++) load[r] = total, count[r] = p->n_cases;
   } else if (p->n_cases) {
     int *owner = split_owners(p, nranks, load);
-    for (size_t i = 0; i < p->n_cases; i++) count[owner[i]]++;
+    for (int r = 0; r < nranks; r++) load[r] = 0.0;
+    for (size_t i = 0; i < p->n_cases; i++) count[owner[i]]++, load[owner[i]] += case_seconds(&p->cases[i], scale);
     free(owner);
   }
   double longest = 0.0, sum = 0.0;
@@ -181,7 +187,7 @@ void kv_plan_print(const kv_plan *p, int nranks, FILE *out) {
           nranks == 1 ? "" : "s", kv_format_seconds(sum, t1, sizeof t1), kv_format_seconds(longest, t2, sizeof t2));
   fprintf(out, "estimated wall time: %s (%.2f s at %s, one core or GPU per rank, nothing else running); Slurm: "
           "--time=%s (+30 %%)\n", kv_format_seconds(wall, t1, sizeof t1), wall,
-          gpu ? "H200 rates" : "cpu backend rates", kv_slurm_time(1.3 * wall, t3, sizeof t3));
+          rates ? rates : gpu ? "H200 rates" : "cpu backend rates", kv_slurm_time(1.3 * wall, t3, sizeof t3));
   free(load);
   free(count);
 }

@@ -3,11 +3,16 @@
 
 - cpu backend: for each deck below, the estimate is within +-30 % of what the run costs. The
   run's cost is measured as the CPU time (user + system) of the kval process and its
-  children, not its wall time: the estimate is of a rank with a core of its own, and CPU
-  time is what that rank would take on an unloaded machine however loaded this one is
-  (the decks fix the repetitions, rse_target = 0, so no stop rule depends on noise).
-- cuda backend (planned by name, any build): inputs/default.deck is estimated within +-30 %
-  of the 137 s one H200 took for it (docs/PERFORMANCE.md, "Whole-job numbers").
+  children, not its wall time: the estimate is of a rank with a core of its own (the decks
+  fix the repetitions, rse_target = 0, so no stop rule depends on noise). --dry-run measures
+  the cost model's rates on this CPU (src/run/calibrate.c), so the estimate holds on a
+  slower machine or one whose cores are shared, as the CI's are; CPU time of the same run
+  still varies by tens of percent on a loaded VM, so each deck is estimated and run TRIES
+  times in turn and the median of the ratios is judged.
+- cuda backend (planned by name, any build): the shipped decks are estimated within +-30 %
+  of what one H200 took for them (docs/PERFORMANCE.md, "Whole-job numbers"): default.deck
+  778 cases in 79 s (acde87b), fleet.deck 592 cases in 17.4 - 22.3 s over 14 runs (e71a301),
+  health.deck through jobs/healthcheck.sh in 5.6 s (e71a301).
 - the estimate and the suggested --time are printed for people ("4 min 05 s",
   --time=HH:MM:SS), never as raw seconds.
 Environment (set by make check): KVAL, top_srcdir. Exit 0 pass, 1 fail, 77 skip."""
@@ -21,7 +26,8 @@ import tempfile
 KVAL = os.environ.get("KVAL", "")
 TOP = os.environ.get("top_srcdir", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 TOLERANCE = 0.30
-H200_DEFAULT_DECK_SECONDS = 137.0
+TRIES = 3
+H200_SECONDS = {"default.deck": 79.0, "fleet.deck": 19.9, "health.deck": 5.6}
 
 FIXED = """[run]
 warmup = 1
@@ -89,21 +95,28 @@ def main():
             deck = os.path.join(tmp, name + ".deck")
             with open(deck, "w") as f:
                 f.write(text)
-            shown, est, slurm = dry_run(["--backend", "cpu", deck])
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            run = subprocess.run([KVAL, "--backend", "cpu", "--quiet", deck, "-o", os.path.join(tmp, name + ".h5")],
-                                 capture_output=True, text=True)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-            ok = run.returncode == 0 and abs(est / cpu - 1) <= TOLERANCE
+            tries, codes = [], set()
+            for i in range(TRIES):
+                shown, est, slurm = dry_run(["--backend", "cpu", deck])
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                run = subprocess.run([KVAL, "--backend", "cpu", "--quiet", "--force", deck, "-o",
+                                      os.path.join(tmp, name + ".h5")], capture_output=True, text=True)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                tries.append((est / cpu, est, cpu, shown, slurm))
+                codes.add(run.returncode)
+            ratio, est, cpu, shown, slurm = sorted(tries)[TRIES // 2]
+            ok = codes == {0} and abs(ratio - 1) <= TOLERANCE
             failures += not ok
             print(f"{'ok' if ok else 'FAIL'} {name}: estimated {shown} ({est:.2f} s, --time={slurm}), the run took "
-                  f"{cpu:.2f} s of CPU time (exit {run.returncode}): ratio {est / cpu:.2f}")
-        shown, est, slurm = dry_run(["--backend", "cuda", os.path.join(TOP, "inputs", "default.deck")])
-        ok = abs(est / H200_DEFAULT_DECK_SECONDS - 1) <= TOLERANCE and re.fullmatch(r"\d\d:\d\d:\d\d", slurm)
-        failures += not ok
-        print(f"{'ok' if ok else 'FAIL'} default.deck on the cuda backend: estimated {shown} ({est:.1f} s, "
-              f"--time={slurm}), measured on an H200: {H200_DEFAULT_DECK_SECONDS:.0f} s")
+                  f"{cpu:.2f} s of CPU time (exit {sorted(codes)}): median ratio of {TRIES} {ratio:.2f} "
+                  f"(all: {' '.join(f'{t[0]:.2f}' for t in tries)})")
+        for deck, measured in H200_SECONDS.items():
+            shown, est, slurm = dry_run(["--backend", "cuda", os.path.join(TOP, "inputs", deck)])
+            ok = abs(est / measured - 1) <= TOLERANCE and re.fullmatch(r"\d\d:\d\d:\d\d", slurm)
+            failures += not ok
+            print(f"{'ok' if ok else 'FAIL'} {deck} on the cuda backend: estimated {shown} ({est:.1f} s, "
+                  f"--time={slurm}), measured on an H200: {measured:.1f} s: ratio {est / measured:.2f}")
     print(f"estimate_test: {failures} failure(s)")
     return 1 if failures else 0
 

@@ -466,7 +466,7 @@ static void test_print(void) {
   FILE *f = open_memstream(&text, &len);
   EXPECT(f != NULL, "open_memstream");
   if (!f) return;
-  kv_plan_print(&p, 2, f);
+  kv_plan_print(&p, 2, NULL, NULL, f);
   fclose(f);
   printf("%s", text);
   EXPECT_CONTAINS(text, "plan: mode split, 2 ranks, seed 9, 3999 valid cases");
