@@ -4,13 +4,15 @@
  * hook), the host generator's bits, and on the cases of the families' test decks
  * (families/<f>/test.deck, cpu backend, small cases only): every family has cases, inputs that
  * are not all zero and differ between tensors, and emulations that are deterministic (the same
- * seed gives the same output bits twice, another seed other bits). A new family is checked
+ * seed gives the same output bits twice, another seed other bits) and references whose rows
+ * split over host threads give the same bits as one call. A new family is checked
  * here without an edit. Family-specific worked examples live in families/<f>/test_<f>.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "families/ref_threads.h"
 #include "families/testkit/family_checks.h"
 #include "input/deck.h"
 #include "input/plan.h"
@@ -89,6 +91,49 @@ static void free_inputs(void **in, int n) {
   }
 }
 
+/* The reference over every row, in reverse order, called once and split over 2, 3 and 7
+ * host threads (the cuda backend's cross-check), and its first rows alone on 7 threads (a
+ * reference that splits its own work): the same bits; a row past the end fails. */
+static void check_threaded_reference(const kv_case *c, const char *what, void **in) {
+  kv_cost cost;
+  c->fp->family->cost(c, &cost);
+  const size_t n = cost.rows, len = cost.row_len;
+  size_t *rows = malloc((n + 1) * sizeof *rows);
+  double *buf = malloc(2 * 2 * (n * len + n) * sizeof *buf);
+  EXPECT(rows && buf && n > 0, "%s: reference buffers", what);
+  if (!rows || !buf || n == 0) {
+    free(rows), free(buf);
+    return;
+  }
+  for (size_t r = 0; r < n; r++) rows[r] = n - 1 - r;
+  double *ref = buf, *mag = ref + n * len, *aux = mag + n * len, *amag = aux + n, *t_ref = amag + n;
+  double *t_mag = t_ref + n * len, *t_aux = t_mag + n * len, *t_amag = t_aux + n;
+  const void *const *cin = (const void *const *)in;
+  memset(buf, 0xff, 2 * (n * len + n) * sizeof *buf); /* aux rows of a family without them stay so */
+  EXPECT(c->fp->family->reference(c, cin, rows, n, ref, mag, aux, amag) == KV_OK, "%s: reference", what);
+  static const int threads[] = {2, 3, 7};
+  for (int k = 0; k < 3; k++) {
+    memset(t_ref, 0xff, 2 * (n * len + n) * sizeof *buf);
+    EXPECT(kv_reference_threaded(c->fp->family->reference, c, cin, rows, n, len, t_ref, t_mag, t_aux, t_amag,
+                                 threads[k]) == KV_OK &&
+               memcmp(ref, t_ref, 2 * (n * len + n) * sizeof *buf) == 0,
+           "%s: the reference on %d threads gives the same bits", what, threads[k]);
+  }
+  /* fewer rows than threads: each part passes its spare threads on (gemm splits columns) */
+  for (size_t few = 1; few <= 2 && few <= n; few++) {
+    memset(t_ref, 0xff, 2 * (n * len + n) * sizeof *buf);
+    EXPECT(kv_reference_threaded(c->fp->family->reference, c, cin, rows, few, len, t_ref, t_mag, t_aux, t_amag, 7) ==
+                   KV_OK &&
+               memcmp(ref, t_ref, few * len * sizeof *buf) == 0 && memcmp(mag, t_mag, few * len * sizeof *buf) == 0,
+           "%s: %zu row(s) on 7 threads give the same bits", what, few);
+  }
+  rows[n / 2] = n; /* one row past the end, in some thread's part */
+  EXPECT(kv_reference_threaded(c->fp->family->reference, c, cin, rows, n, len, t_ref, t_mag, t_aux, t_amag, 3) ==
+             KV_ERR, "%s: a row past the end fails on threads too", what);
+  free(rows);
+  free(buf);
+}
+
 static void check_case(const kv_case *c) {
   const kv_family *f = c->fp->family;
   char what[512];
@@ -121,6 +166,7 @@ static void check_case(const kv_case *c) {
       if (k > 0) EXPECT(memcmp(in[k], in[0], cmp < 64 ? cmp : 64) != 0, "%s: %s differs from %s", what, t.in[k].name,
                         t.in[0].name);
     }
+    check_threaded_reference(c, what, in);
   }
   free(a);
   free(b);

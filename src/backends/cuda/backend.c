@@ -20,6 +20,7 @@
 
 #include "backends/cuda/context.h"
 #include "backends/cuda/nvml.h"
+#include "families/ref_threads.h"
 #include "core/cuda_check.cuh"
 #include "core/timing.h"
 #include "numerics/tolerance.h"
@@ -39,6 +40,7 @@ static kv_status cuda_init(int local_rank, int local_size, const kv_run_settings
   info->local_size = local_size;
   KV_TRY(kv_cuda_bind(local_rank, local_size, info->host, &ctx.device));
   kv_cuda_host_init(local_size);
+  ctx.ref_threads = kv_ref_host_threads(local_size);
   KV_TRY(kv_cuda_identify(ctx.device, info));
   ctx.max_sm_clock = kv_nvml_max_sm_clock();
   KV_TRY(CHECK_CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking)));

@@ -22,6 +22,7 @@ typedef struct {
   size_t flush_bytes;
   double max_sm_clock;  /* MHz from NVML, NaN when unknown */
   double copy_gbps, matrix_tflops, fp64_tflops; /* the rank's ceilings, for the watchdog's estimates */
+  int ref_threads;      /* host threads of the cross-check's CPU reference (kv_ref_host_threads) */
 } kv_cuda_ctx;
 
 /* Page-locked host buffers kept from case to case (hostpool.c): init sizes the pool's limit

@@ -5,7 +5,8 @@
  * sampled elements must equal kv_errstats_compute's (maxima, counts, histogram, worst index
  * exactly; sums to 1e-12), and the statistics of the whole output must be consistent with them
  * (every element counted, maxima at least the sample's). A mismatch is a harness error
- * (d->harness): the device statistics, not the kernel, are wrong. */
+ * (d->harness): the device statistics, not the kernel, are wrong. The CPU reference runs on the
+ * host cores the rank may use (kv_reference_threaded). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include "backends/cuda/context.h"
 #include "core/cuda_check.cuh"
+#include "families/ref_threads.h"
 #include "numerics/errstats.h"
 #include "numerics/tolerance.h"
 
@@ -89,6 +91,7 @@ static kv_status sample_take(const kv_cuda_ctx *ctx, const kv_case *c, const kv_
     if (i >= 4 && !aux) break;
     *bufs[i] = KV_MALLOC((i < 4 ? m : s->n) * sizeof(double));
     KV_TRY(CHECK_ALLOC(*bufs[i]));
+    memset(*bufs[i], 0xff, (i < 4 ? m : s->n) * sizeof(double)); /* NaN: a row no reference wrote disagrees */
   }
   KV_TRY(download_rows(ctx, s->gref, b->ref, s->rows, s->n, s->len));
   KV_TRY(download_rows(ctx, s->gmag, b->mag, s->rows, s->n, s->len));
@@ -97,8 +100,8 @@ static kv_status sample_take(const kv_cuda_ctx *ctx, const kv_case *c, const kv_
     KV_TRY(download_rows(ctx, s->gaux_mag, b->aux_mag, s->rows, s->n, 1));
   }
   KV_TRY(kv_cuda_wait(ctx, deadline, "the download of the cross-check's rows"));
-  return c->fp->family->reference(c, (const void *const *)s->in, s->rows, s->n, s->ref, s->mag, s->aux,
-                                  s->aux_mag);
+  return kv_reference_threaded(c->fp->family->reference, c, (const void *const *)s->in, s->rows, s->n, s->len, s->ref,
+                               s->mag, s->aux, s->aux_mag, ctx->ref_threads);
 }
 
 static double reference_disagreement(const sample *s) {

@@ -1,0 +1,37 @@
+/* ref_threads.h - a family's CPU reference run on several host threads (ref_threads.c): the
+ * cuda backend's cross-check computes the CPU fp64 reference of sampled rows while its GPU
+ * waits, and the host cores its rank may use would otherwise idle. The rows are split into
+ * parts, one per thread; a part with threads to spare passes them on to the reference, which
+ * may split its own work further (gemm: by output columns, since a few long rows are its
+ * common case). Every split keeps each value's own order of operations: the same bits as one
+ * thread. */
+#ifndef KVAL_FAMILIES_REF_THREADS_H
+#define KVAL_FAMILIES_REF_THREADS_H
+
+#include <stddef.h>
+
+#include "family.h"
+
+#define KV_REF_MAX_THREADS 64
+
+/* Host threads this rank's CPU references may use: the CPUs of its affinity mask, divided
+ * among the node's local_size ranks when the mask is the whole machine (ranks not bound);
+ * at least 1, at most KV_REF_MAX_THREADS. */
+int kv_ref_host_threads(int local_size);
+
+/* task(i, arg) for every i in [0, n) on up to `threads` threads (this one included); KV_ERR
+ * when a task failed or a thread could not start. */
+kv_status kv_parallel_for(int n, int threads, kv_status (*task)(int i, void *arg), void *arg);
+
+/* fn over rows[0..n_rows) on up to `threads` threads, each on a contiguous part of the rows
+ * (ref and mag rows of row_len values, aux_ref and aux_mag one value per row, either may be
+ * NULL): the same values, bit for bit, as one call. KV_ERR when any part failed. */
+kv_status kv_reference_threaded(kv_reference_fn fn, const kv_case *c, const void *const *in, const size_t *rows,
+                                size_t n_rows, size_t row_len, double *ref, double *mag, double *aux_ref,
+                                double *aux_mag, int threads);
+
+/* Within a reference that kv_reference_threaded runs: the threads its part may use (1 in
+ * any other call). */
+int kv_ref_part_threads(void);
+
+#endif
