@@ -1,7 +1,7 @@
 #!/bin/sh
 # slurm_test.sh - the Slurm scripts under a real one-node Slurm started here (slurm_cluster.sh):
-# submits jobs/kval.sbatch (2 ranks, srun --mpi=pmix), jobs/fleet.sh (one job per node plus the
-# dependent analysis job) and jobs/precision-study.sbatch (a study with inaccurate findings:
+# submits jobs/kval.sbatch (2 ranks of one CPU each, srun --mpi=pmix), jobs/fleet.sh (one
+# job per node plus the dependent analysis job) and jobs/precision-study.sbatch (a study with inaccurate findings:
 # COMPLETED; with a failed case: FAILED) with the cpu backend and tiny decks,
 # and checks the HDF5 files and analysis outputs. Then the time-limit rehearsal: the warning
 # signal to a running kval.sbatch job must leave a resumable file, and the requeued job must
@@ -35,7 +35,7 @@ fail() { echo "FAIL: $*"; rc=1; }
 slurm_step "1. kval.sbatch"
 mkdir -p "$tmp/single"
 cd "$tmp/single" || exit 1
-id=$(sbatch --parsable --ntasks=2 --time=00:30:00 \
+id=$(sbatch --parsable --ntasks=2 --cpus-per-task=1 --time=00:30:00 \
        --export=ALL,DECK="$tmp/tiny.deck",OUTDIR="$tmp/single",BACKEND=cpu "$top_srcdir/jobs/kval.sbatch") || fail "sbatch kval.sbatch"
 slurm_wait_job "$id" "$tmp/single/kval-$id.out" slurm_ended "$id" || fail "kval.sbatch did not finish"
 kval_job_ok "$id" "$tmp/single" 2 && echo "ok: kval.sbatch job $id wrote $tmp/single/kval-$id.h5" || rc=1
