@@ -64,18 +64,30 @@ static void decode_row(const kv_fa2_dims *d, size_t r, long long *b, long long *
   *b = (long long)(r / ((size_t)d->heads * (size_t)d->seqlen));
 }
 
-/* One row in plain fp64: fills o[hd], mag[hd] and the LSE's magnitude term, returns lse. */
-static double ref_row(ref_work *w, const void *const *in, size_t r, double *o, double *mag, double *lmag) {
+/* Start of row r in either reference: o, mag and the LSE's magnitude term zeroed, the query
+ * row in w->q, the row's batch and head; returns the number of visible keys (0: the row is
+ * fully masked, its LSE is -inf). */
+static long long row_begin(ref_work *w, const void *const *in, size_t r, double *o, double *mag, double *lmag,
+                           long long *b, long long *h) {
   const kv_fa2_dims *d = &w->d;
   size_t hd = (size_t)d->headdim;
-  long long b, i, h;
-  decode_row(d, r, &b, &i, &h);
+  long long i;
+  decode_row(d, r, b, &i, h);
   long long n = kv_fa2_last_key(d, i) + 1;
   memset(o, 0, hd * sizeof(double));
   memset(mag, 0, hd * sizeof(double));
   *lmag = 0.0;
+  if (n <= 0) return 0;
+  kv_to_double(in[0], w->st, row_offset(d, *b, d->seqlen, i, *h), hd, w->q);
+  return n;
+}
+
+/* One row in plain fp64: fills o[hd], mag[hd] and the LSE's magnitude term, returns lse. */
+static double ref_row(ref_work *w, const void *const *in, size_t r, double *o, double *mag, double *lmag) {
+  const kv_fa2_dims *d = &w->d;
+  size_t hd = (size_t)d->headdim;
+  long long b, h, n = row_begin(w, in, r, o, mag, lmag, &b, &h);
   if (n <= 0) return -INFINITY;
-  kv_to_double(in[0], w->st, row_offset(d, b, d->seqlen, i, h), hd, w->q);
   double m = -INFINITY;
   for (long long j = 0; j < n; j++) {
     double dot = 0.0, abs_dot = 0.0;
@@ -113,14 +125,8 @@ static double ref_row(ref_work *w, const void *const *in, size_t r, double *o, d
 static double ref_row_dd(ref_work *w, const void *const *in, size_t r, double *o, double *mag, double *lmag) {
   const kv_fa2_dims *d = &w->d;
   size_t hd = (size_t)d->headdim;
-  long long b, i, h;
-  decode_row(d, r, &b, &i, &h);
-  long long n = kv_fa2_last_key(d, i) + 1;
-  memset(o, 0, hd * sizeof(double));
-  memset(mag, 0, hd * sizeof(double));
-  *lmag = 0.0;
+  long long b, h, n = row_begin(w, in, r, o, mag, lmag, &b, &h);
   if (n <= 0) return -INFINITY;
-  kv_to_double(in[0], w->st, row_offset(d, b, d->seqlen, i, h), hd, w->q);
   double m = -INFINITY;
   for (long long j = 0; j < n; j++) {
     kv_dd dot = kv_dd_zero;
