@@ -12,7 +12,8 @@ int kv_ref_host_threads(int local_size) {
   cpu_set_t set;
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)(online > 0 ? online : 1);
-  if (online > 0 && n >= online && local_size > 1) n /= local_size;
+  /* a mask that several ranks share (unbound, or bound to a socket) is theirs together */
+  if (online > 0 && local_size > 1 && n > online / local_size) n = (int)(online / local_size);
   if (n < 1) n = 1;
   return n < KV_REF_MAX_THREADS ? n : KV_REF_MAX_THREADS;
 }

@@ -14,9 +14,9 @@
 
 #define KV_REF_MAX_THREADS 64
 
-/* Host threads this rank's CPU references may use: the CPUs of its affinity mask, divided
- * among the node's local_size ranks when the mask is the whole machine (ranks not bound);
- * at least 1, at most KV_REF_MAX_THREADS. */
+/* Host threads this rank's CPU references may use: the CPUs of its affinity mask, but no
+ * more than the node's share of one of its local_size ranks (a mask the ranks share: not
+ * bound, or bound to a socket); at least 1, at most KV_REF_MAX_THREADS. */
 int kv_ref_host_threads(int local_size);
 
 /* task(i, arg) for every i in [0, n) on up to `threads` threads (this one included); KV_ERR

@@ -5,12 +5,16 @@
  * (families/<f>/test.deck, cpu backend, small cases only): every family has cases, inputs that
  * are not all zero and differ between tensors, and emulations that are deterministic (the same
  * seed gives the same output bits twice, another seed other bits) and references whose rows
- * split over host threads give the same bits as one call. A new family is checked
- * here without an edit. Family-specific worked examples live in families/<f>/test_<f>.c. */
+ * split over host threads give the same bits as one call; and how many threads a rank takes.
+ * A new family is checked here without an edit. Family-specific worked examples live in
+ * families/<f>/test_<f>.c. */
+#define _GNU_SOURCE
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "families/ref_threads.h"
 #include "families/testkit/family_checks.h"
@@ -203,8 +207,26 @@ static void test_deck_cases(void) {
     EXPECT(run[f] > 0, "%s: cases in a families/*/test.deck that run on the cpu backend", kv_families[f]->name);
 }
 
+/* The threads a rank's references may use: its affinity mask, at most the node's share of a rank. */
+static void test_host_threads(void) {
+  cpu_set_t set;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  EXPECT(sched_getaffinity(0, sizeof set, &set) == 0 && online > 0, "sched_getaffinity, sysconf");
+  const int mask = CPU_COUNT(&set);
+  EXPECT(kv_ref_host_threads(1) == (mask < KV_REF_MAX_THREADS ? mask : KV_REF_MAX_THREADS),
+         "one rank: the %d CPUs of its mask (got %d)", mask, kv_ref_host_threads(1));
+  EXPECT(kv_ref_host_threads((int)online * 2) == 1, "more ranks than CPUs: one thread each (got %d)",
+         kv_ref_host_threads((int)online * 2));
+  const int two = kv_ref_host_threads(2), share = (int)(online / 2) > 0 ? (int)(online / 2) : 1;
+  const int want = mask < share ? mask : share;
+  EXPECT(two == (want < KV_REF_MAX_THREADS ? want : KV_REF_MAX_THREADS), "two ranks: min(mask %d, %ld / 2) (got %d)",
+         mask, online, two);
+}
+
 int main(void) {
   kv_check_init(0, "test");
+  TEST("host threads of the CPU references");
+  test_host_threads();
   TEST("every registered family's descriptor (%d families)", kv_family_count());
   for (int f = 0; kv_families[f]; f++) check_family(kv_families[f]);
   TEST("host input generation");
