@@ -11,7 +11,8 @@
  *   at hand (src/run/calibrate.c); tests/system/estimate_test.py checks the scaled sum
  *   against measured runs (+-30 %).
  * - cuda backend: fitted to the per-case phase times of an H200 run (below); the tests check
- *   the sums for default.deck and fleet.deck against their measured H200 wall times. */
+ *   the sums for default.deck, fleet.deck and health.deck against their measured H200 wall
+ *   times. */
 #include "input/estimate.h"
 
 #include <math.h>
@@ -26,12 +27,14 @@ typedef struct {
   double cpu_ref;     /* FLOP/s (ref_flops) of the fp64 CPU reference */
   double gpu_flops;   /* FLOP/s of the kernel (fp32 accumulation; half with a reduced one) */
   double gpu_ref;     /* FLOP/s of the fp64 GPU reference on the H200 */
-  double host_ref;    /* FLOP/s of the CPU reference on the H200 node's host (the cross-check) */
+  double host_ref;    /* FLOP/s of the cross-check's CPU reference on the H200 node, one thread */
 } rates;
 
 /* The GPU columns and constants are fitted to the per-case phase times (t_timing,
  * ref_seconds, t_xcheck, ...) of fleet.deck's 592 cases on one H200 (2026-12-01, the tree of
- * e71a301) and checked against default.deck's 778 cases in 79 s (acde87b). */
+ * e71a301) and checked against default.deck's 778 cases in 79 s (acde87b). The cross-check
+ * then ran on one thread; on a rank with more host cores it is faster (ref_threads.c), and
+ * the estimate errs long, the side a Slurm --time can take. */
 static const rates table[] = {
     {"fa2", {6.4e9, 6.4e9, 4.1e9}, 2.1e9, 3.5e14, 2.7e13, 2.5e9},
     {"gemm", {7.6e9, 7.6e9, 5.1e9}, 7.7e9, 5.0e14, 5.4e13, 3.0e9},
@@ -48,7 +51,7 @@ static const rates table[] = {
 #define GPU_HOST_BYTES_PER_S 1.55e10 /* the cross-check's downloads of inputs and output rows (page-locked) */
 #define CPU_CASE_OVERHEAD 2e-3
 #define CPU_NS_PER_CHECKED 6e-9 /* generation, error statistics and fingerprint per element */
-#define CPU_TYPICAL_REPS 20     /* a quiet CPU meets rse_target 0.5 % after 5 - 25 repetitions (a busy one needs up to time_cap) */
+#define CPU_TYPICAL_REPS 20     /* a quiet CPU meets rse_target 0.5 % after 5 - 25 repetitions */
 #define GPU_TYPICAL_REPS 60     /* fleet.deck on an H200: 36 - 96 repetitions per case on average by family */
 #define VERIFY_LAUNCHES 1       /* after the timed ones: the launch whose poisoned outputs are judged */
 
@@ -78,7 +81,8 @@ double kv_estimate_case(const kv_case *c, const kv_run_settings *rs, int gpu) {
   double checked = ref_share * rows * (double)cost.row_len;
   if (!gpu) {
     double t = cost.flops / r->cpu_emu[reduced ? 2 : c->prec.storage == KV_FP32 ? 0 : 1];
-    return CPU_CASE_OVERHEAD + (rs->warmup + timed_reps(rs, t, CPU_TYPICAL_REPS) + VERIFY_LAUNCHES) * t +
+    double launches = rs->warmup + timed_reps(rs, t, CPU_TYPICAL_REPS) + VERIFY_LAUNCHES;
+    return CPU_CASE_OVERHEAD + launches * t +
            ref_share * cost.ref_flops / r->cpu_ref + CPU_NS_PER_CHECKED * checked;
   }
   double t = fmax(cost.flops / (r->gpu_flops / (reduced ? 2.0 : 1.0)), cost.bytes / GPU_BYTES_PER_S) + 1e-5;
@@ -86,8 +90,9 @@ double kv_estimate_case(const kv_case *c, const kv_run_settings *rs, int gpu) {
   double per_row = cost.ref_flops / rows, xrows = 16;
   while (xrows > 2 && per_row * xrows > rs->cpu_ref_budget) xrows /= 2;
   double xcheck = fmin(rows, xrows) * per_row / r->host_ref + cost.bytes / GPU_HOST_BYTES_PER_S;
-  return GPU_CASE_OVERHEAD + (rs->warmup + timed_reps(rs, t, GPU_TYPICAL_REPS) + VERIFY_LAUNCHES) * (t + GPU_REP_OVERHEAD) +
-         cost.ref_flops / r->gpu_ref + xcheck + GPU_S_PER_ELEMENT * (double)cost.rows * (double)cost.row_len;
+  double launches = rs->warmup + timed_reps(rs, t, GPU_TYPICAL_REPS) + VERIFY_LAUNCHES;
+  return GPU_CASE_OVERHEAD + launches * (t + GPU_REP_OVERHEAD) + cost.ref_flops / r->gpu_ref + xcheck +
+         GPU_S_PER_ELEMENT * (double)cost.rows * (double)cost.row_len;
 }
 
 /* GPU: MPI and CUDA start-up and the ceilings (jobs/healthcheck.sh ran health.deck in 5.6 s in all). */

@@ -5,8 +5,8 @@
  * largest of its cases that the model puts under PROBE_TARGET (or its smallest, if that is
  * under PROBE_MAX), through the backend's own run_case with fixed repetitions, measures its
  * CPU time and scales that family's estimates by measured / estimated (the median of up to
- * PROBE_RUNS probes after one that warms up). A family without a probe gets the geometric mean of the others'
- * scales. Split mode's assignment keeps the model's constant rates (every rank and every
+ * PROBE_RUNS probes after one that warms up). A family without a probe gets the geometric
+ * mean of the others' scales. Split mode's assignment keeps the model's constant rates (every rank and every
  * --resume must compute the same one); only the printed estimates are scaled. */
 #include "run/calibrate.h"
 

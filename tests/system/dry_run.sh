@@ -25,7 +25,8 @@ for i in 1 2; do
 done
 grep -q "at cpu backend rates measured on this CPU: .*gemm x [0-9.]*" cpu1 ||
   { echo "FAIL: the cpu estimate does not say it was measured on this CPU"; grep "wall time" cpu1; rc=1; }
-[ "$(grep '^rank [0-9]*: [0-9]* cases' cpu1 | cut -d, -f1)" = "$(grep '^rank [0-9]*: [0-9]* cases' cpu2 | cut -d, -f1)" ] ||
+counts() { grep '^rank [0-9]*: [0-9]* cases' "$1" | cut -d, -f1; }
+[ "$(counts cpu1)" = "$(counts cpu2)" ] ||
   { echo "FAIL: two dry runs assign different case counts to the ranks"; grep '^rank' cpu1 cpu2; rc=1; }
 "$KVAL" --dry-run --backend cuda "$top_srcdir/inputs/smoke.deck" >cuda 2>&1 ||
   { echo "FAIL: --dry-run --backend cuda: exit $?"; cat cuda; rc=1; }

@@ -81,7 +81,8 @@ def dry_run(args):
     out = subprocess.run([KVAL, "--dry-run"] + args, capture_output=True, text=True)
     m = re.search(r"estimated wall time: (\S+(?: \S+)*?) \(([\d.]+) s at .*--time=(\S+) ", out.stdout)
     if out.returncode != 0 or not m:
-        raise RuntimeError(f"--dry-run {' '.join(args)}: exit {out.returncode}: {out.stdout[-300:]} {out.stderr[-300:]}")
+        raise RuntimeError(f"--dry-run {' '.join(args)}: exit {out.returncode}: {out.stdout[-300:]} "
+                           f"{out.stderr[-300:]}")
     return m.group(1), float(m.group(2)), m.group(3)
 
 
