@@ -3,6 +3,7 @@
  * cleanup, and the findings of the guard-band and launch checks every backend makes. */
 #include "backends/backend.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,12 @@ void kv_node_name(char *buf, size_t n) {
   if (slurm && *slurm) snprintf(buf, n, "%s", slurm);
   else if (gethostname(buf, n) != 0 || !*buf) snprintf(buf, n, "unknown");
   buf[n - 1] = '\0';
+}
+
+void kv_case_data_init(kv_case_data *d) {
+  memset(d, 0, sizeof *d);
+  d->ref_xcheck = NAN;
+  kv_phases_unknown(&d->phases);
 }
 
 void kv_case_data_free(kv_case_data *d) {

@@ -74,6 +74,8 @@ typedef struct {
   char out_of_bounds[KV_MESSAGE_LEN], nondeterministic[KV_MESSAGE_LEN], harness[KV_MESSAGE_LEN];
 } kv_case_data;
 
+/* Empty case data before run_case: no buffers, the cross-check and the phase times unknown. */
+void kv_case_data_init(kv_case_data *d);
 void kv_case_data_free(kv_case_data *d);
 
 /* The checks every backend makes around a case's launches (the buffers differ: host or device

@@ -12,7 +12,6 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "core/timing.h"
 #include "input/estimate.h"
@@ -42,9 +41,7 @@ static double probe_scale(const kv_backend *be, const kv_case *c, const kv_run_s
   const double est = kv_estimate_case(c, rs, 0);
   while (n < PROBE_RUNS && (n <= 0 || spent < PROBE_BUDGET)) {
     kv_case_data d;
-    memset(&d, 0, sizeof d);
-    d.ref_xcheck = NAN;
-    kv_phases_unknown(&d.phases);
+    kv_case_data_init(&d);
     char msg[KV_MESSAGE_LEN] = "";
     const double t0 = kv_cputime();
     kv_status st = be->run_case(c, rs, &d, msg, sizeof msg);
@@ -54,13 +51,16 @@ static double probe_scale(const kv_backend *be, const kv_case *c, const kv_run_s
     if (n >= 0) spent += t, ratio[n] = t / est;
     n++;
   }
-  for (int i = 1; i < n; i++) /* insertion sort of at most PROBE_RUNS values */
-    for (int j = i; j > 0 && ratio[j] < ratio[j - 1]; j--) {
-      double x = ratio[j];
-      ratio[j] = ratio[j - 1];
-      ratio[j - 1] = x;
-    }
-  return n % 2 ? ratio[n / 2] : 0.5 * (ratio[n / 2 - 1] + ratio[n / 2]);
+  kv_timing summary;
+  kv_timing_summarize(ratio, n, &summary);
+  return summary.median;
+}
+
+/* The first section of the plan with the family of section f (f itself, or an earlier one). */
+static int first_section(const kv_plan *p, int f) {
+  int g = 0;
+  while (p->fam[g].family != p->fam[f].family) g++;
+  return g;
 }
 
 void kv_calibrate(const kv_backend *be, const kv_plan *p, kv_estimate_scale *s) {
@@ -78,9 +78,10 @@ void kv_calibrate(const kv_backend *be, const kv_plan *p, kv_estimate_scale *s) 
   int probed = 0;
   for (int f = 0; f < p->n_fam; f++) {
     fam_scale[f] = NAN;
-    for (int g = 0; g < f; g++) /* a family already probed through an earlier section */
-      if (p->fam[g].family == p->fam[f].family) fam_scale[f] = fam_scale[g];
-    if (isfinite(fam_scale[f])) continue;
+    if (first_section(p, f) < f) { /* the family was probed through an earlier section */
+      fam_scale[f] = fam_scale[first_section(p, f)];
+      continue;
+    }
     long ci = probe_case(p, p->fam[f].family, &rs);
     if (ci < 0) continue;
     fam_scale[f] = probe_scale(be, &p->cases[ci], &rs);
@@ -91,13 +92,10 @@ void kv_calibrate(const kv_backend *be, const kv_plan *p, kv_estimate_scale *s) 
   for (int f = 0; f < p->n_fam; f++) s->scale[f] = isfinite(fam_scale[f]) ? fam_scale[f] : mean;
   if (probed) {
     int n = snprintf(s->rates, sizeof s->rates, "cpu backend rates measured on this CPU:");
-    for (int f = 0; f < p->n_fam && n > 0 && (size_t)n < sizeof s->rates; f++) {
-      int first = 1;
-      for (int g = 0; g < f; g++) first &= p->fam[g].family != p->fam[f].family;
-      if (first)
+    for (int f = 0; f < p->n_fam && n > 0 && (size_t)n < sizeof s->rates; f++)
+      if (first_section(p, f) == f)
         n += snprintf(s->rates + n, sizeof s->rates - (size_t)n, " %s x %.2f%s", p->fam[f].family->name,
                       s->scale[f], isfinite(fam_scale[f]) ? "" : " (not probed)");
-    }
   } else
     snprintf(s->rates, sizeof s->rates, "cpu backend rates, not measured on this CPU (no case small enough to probe)");
 }

@@ -71,9 +71,7 @@ static void run_case(const kv_plan *p, size_t ci, const kv_backend *be, const kv
     return;
   }
   kv_case_data d;
-  memset(&d, 0, sizeof d);
-  d.ref_xcheck = NAN;
-  kv_phases_unknown(&d.phases);
+  kv_case_data_init(&d);
   kv_inject_requests(inj, n_inj, rank, ci, &d);
   char msg[KV_MESSAGE_LEN] = "";
   const double start = kv_wtime();
