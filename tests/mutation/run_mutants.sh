@@ -26,8 +26,10 @@
 # --configure-args: extra configure arguments (e.g. "--with-hdf5=serial"); --kval-args: extra
 #   kval arguments. --per-family: a mutant in families/<f>/ runs only the families defined there
 #   (`--only` of the kv_family_<name> definitions in families/<f>/*.c: norm -> layernorm,rmsnorm),
-#   so a long deck (default.deck) reaches the mutated family without the others' minutes; the
-#   baseline still runs the whole deck, and mutants outside families/ run it whole. Results: a table on stdout, a TSV in --results (default
+#   so a long deck (default.deck) reaches the mutated family without the others' minutes;
+#   mutants outside families/ run it whole. The baseline (the unmutated build must pass what the
+#   mutants run: the union of their families, else the whole deck) runs while the first mutants
+#   build. Results: a table on stdout, a TSV in --results (default
 #   $OUT/mutation-results.tsv when OUT is set, else ./mutation-results-KIND.tsv), and the line
 #   "mutants: K killed of N (S survived: ids; B broken: ids)". Exit 0 only when every selected
 #   mutant ran and was killed; 1 otherwise; 2 for usage errors, stale mutants or a failing
@@ -160,16 +162,6 @@ run_kval() {
   echo "$rc $check"
 }
 
-# A baseline run of the unmutated build: a deck that already fails makes every "kill" meaningless.
-if [ "$compile_only" = 0 ]; then
-  read -r brc bcheck < <(run_kval "$scratch/s0" "$scratch/baseline.log")
-  if [ "$brc" != 0 ]; then
-    tail -n 20 "$scratch/baseline.log" >&2
-    die "the unmutated kval does not pass $deck (exit $brc, $bcheck): fix that first (log above)"
-  fi
-  log "baseline: $deck passes on the unmutated build ($(( $(date +%s) - start )) s so far)"
-fi
-
 # Mutants grouped by file (consecutive mutants of one file rebuild once), files dealt to slots.
 declare -A slot_of
 nfile=0
@@ -180,15 +172,37 @@ done
 lock="$scratch/device.lock"
 : >"$lock"
 
+# The baseline, a run of the unmutated build: a deck that already fails makes every "kill"
+# meaningless. It covers what the mutant runs cover: with --per-family and every selected
+# mutant in families/, only the union of their families; else the whole deck. It holds the
+# device lock while the slots build their first mutants, and a slot runs kval only after it passed.
+baseline_only= whole=0
+for row in "${sel[@]}"; do
+  IFS=$'\t' read -r _ file _ <<<"$row"
+  f=$(families_of "$file")
+  [ -n "$f" ] || { whole=1; break; }
+  baseline_only="$baseline_only${baseline_only:+,}$f"
+done
+[ "$whole" = 1 ] && baseline_only=
+baseline_only=$(echo "$baseline_only" | tr ',' '\n' | sed '/^$/d' | sort -u | paste -sd, -)
+if [ "$compile_only" = 0 ]; then
+  exec {bfd}>"$lock"
+  flock "$bfd"
+fi
+
 # slot K: its mutants in turn; one result line each in $scratch/results.K
 run_slot() {
   local k=$1 dir="$scratch/s$1" row id file mk t0 rc check killed out fams
+  [ -n "${bfd:-}" ] && exec {bfd}>&-
   exec {lfd}>"$lock"
   for row in "${sel[@]}"; do
     IFS=$'\t' read -r id file mk <<<"$row"
     [ "${slot_of[$file]}" = "$k" ] || continue
     if [ "$deadline" -gt 0 ] && [ $(( $(date +%s) - start )) -ge "$deadline" ]; then
       printf '%s\t%s\t-\tnot-run\tdeadline\t0\n' "$id" "$mk" >>"$scratch/results.$k"; continue
+    fi
+    if [ "$(cat "$scratch/baseline.status" 2>/dev/null)" = failed ]; then
+      printf '%s\t%s\t-\tnot-run\tbaseline\t0\n' "$id" "$mk" >>"$scratch/results.$k"; continue
     fi
     t0=$(date +%s)
     out="$scratch/log.$id"
@@ -205,6 +219,11 @@ run_slot() {
     else
       fams=$(families_of "$file")
       flock "$lfd"
+      if [ "$(cat "$scratch/baseline.status")" != passed ]; then
+        flock -u "$lfd"
+        cp "$out.orig" "$dir/$file"
+        printf '%s\t%s\t-\tnot-run\tbaseline\t0\n' "$id" "$mk" >>"$scratch/results.$k"; continue
+      fi
       read -r rc check < <(run_kval "$dir" "$out.run" ${fams:+--only "$fams"})
       flock -u "$lfd"
       killed=no
@@ -219,7 +238,21 @@ run_slot() {
   done
 }
 pids=()
+[ "$compile_only" = 0 ] && { mkdir -p "$scratch/base/src" && cp "$scratch/s0/src/kval" "$scratch/base/src/" ||
+  die "copying the unmutated kval failed"; }
 for ((k = 0; k < jobs; k++)); do : >"$scratch/results.$k"; run_slot "$k" & pids+=($!); done
+if [ "$compile_only" = 0 ]; then
+  read -r brc bcheck < <(run_kval "$scratch/base" "$scratch/baseline.log" ${baseline_only:+--only "$baseline_only"})
+  [ "$brc" = 0 ] && echo passed >"$scratch/baseline.status" || echo failed >"$scratch/baseline.status"
+  flock -u "$bfd"
+  exec {bfd}>&-
+  if [ "$brc" != 0 ]; then
+    wait "${pids[@]}"
+    tail -n 20 "$scratch/baseline.log" >&2
+    die "the unmutated kval does not pass $deck${baseline_only:+ (--only $baseline_only)} (exit $brc, $bcheck): fix that first (log above)"
+  fi
+  log "baseline: $deck${baseline_only:+ (--only $baseline_only)} passes on the unmutated build ($(( $(date +%s) - start )) s so far)"
+fi
 wait "${pids[@]}"
 
 # results in the order of the TSV
