@@ -309,6 +309,15 @@ int main(void) {
   d.ref_xcheck = 0.5 * KV_REF_XCHECK_BOUND;
   judge(&d, &r);
   EXPECT_STATUS(r, KV_PASS);
+  fresh(&d, &r); /* a row one reference left unwritten (NaN poison) disagrees without bound */
+  d.ref_xcheck = INFINITY;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_ERROR);
+  EXPECT_CONTAINS(r.message, "references disagree by inf");
+  fresh(&d, &r); /* NaN: the case was not cross-checked */
+  d.ref_xcheck = NAN;
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_PASS);
 
   TEST("a harness finding (device statistics vs host): error");
   fresh(&d, &r);
