@@ -141,6 +141,7 @@ __device__ __forceinline__ void tile_softmax(const kv_decode_args &a, int n, flo
     float sum = p0 + p1;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) sum = sum + __shfl_xor_sync(0xffffffffu, sum, o);
+    __syncwarp(); /* every lane has read sm[rr] (m_old) before lane 0 writes it */
     if (lane == 0) {
       sl[rr] = fmaf(sl[rr], alpha, sum);
       sm[rr] = m_new;
