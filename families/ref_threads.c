@@ -6,6 +6,8 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "input/plan.h"
+
 static _Thread_local int part_threads = 1; /* kv_ref_part_threads() of the reference running on this thread */
 
 int kv_ref_host_threads(int local_size) {
@@ -78,12 +80,13 @@ static kv_status run_part(int i, void *arg) {
   return st;
 }
 
-kv_status kv_reference_threaded(kv_reference_fn fn, const kv_case *c, const void *const *in, const size_t *rows,
-                                size_t n_rows, size_t row_len, double *ref, double *mag, double *aux_ref,
-                                double *aux_mag, int threads) {
+kv_status kv_reference_threaded(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
+                                size_t row_len, double *ref, double *mag, double *aux_ref, double *aux_mag,
+                                int threads) {
   if (threads > KV_REF_MAX_THREADS) threads = KV_REF_MAX_THREADS;
   if (threads < 1) threads = 1;
-  split s = {fn, c, in, rows, n_rows, row_len, ref, mag, aux_ref, aux_mag, 1, threads};
-  if (n_rows > 1) s.parts = (size_t)threads < n_rows ? threads : (int)n_rows; /* every part has a row */
+  const kv_family *f = c->fp->family;
+  split s = {f->reference, c, in, rows, n_rows, row_len, ref, mag, aux_ref, aux_mag, 1, threads};
+  if (n_rows > 1 && !f->ref_splits_within) s.parts = (size_t)threads < n_rows ? threads : (int)n_rows; /* every part has a row */
   return kv_parallel_for(s.parts, s.parts, run_part, &s);
 }

@@ -2,8 +2,8 @@
  * cuda backend's cross-check computes the CPU fp64 reference of sampled rows while its GPU
  * waits, and the host cores its rank may use would otherwise idle. The rows are split into
  * parts, one per thread; a part with threads to spare passes them on to the reference, which
- * may split its own work further (gemm: by output columns, since a few long rows are its
- * common case). Every split keeps each value's own order of operations: the same bits as one
+ * may split its own work further (gemm takes them all in one part and splits by output
+ * columns: every row reads all of B, converted once that way). Every split keeps each value's own order of operations: the same bits as one
  * thread. */
 #ifndef KVAL_FAMILIES_REF_THREADS_H
 #define KVAL_FAMILIES_REF_THREADS_H
@@ -23,12 +23,14 @@ int kv_ref_host_threads(int local_size);
  * when a task failed or a thread could not start. */
 kv_status kv_parallel_for(int n, int threads, kv_status (*task)(int i, void *arg), void *arg);
 
-/* fn over rows[0..n_rows) on up to `threads` threads, each on a contiguous part of the rows
- * (ref and mag rows of row_len values, aux_ref and aux_mag one value per row, either may be
- * NULL): the same values, bit for bit, as one call. KV_ERR when any part failed. */
-kv_status kv_reference_threaded(kv_reference_fn fn, const kv_case *c, const void *const *in, const size_t *rows,
-                                size_t n_rows, size_t row_len, double *ref, double *mag, double *aux_ref,
-                                double *aux_mag, int threads);
+/* The case's family reference over rows[0..n_rows) on up to `threads` threads, each on a
+ * contiguous part of the rows, or all of them in one part that the reference splits itself
+ * (kv_family.ref_splits_within); ref and mag rows of row_len values, aux_ref and aux_mag one
+ * value per row, either may be NULL: the same values, bit for bit, as one call. KV_ERR when
+ * any part failed. */
+kv_status kv_reference_threaded(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
+                                size_t row_len, double *ref, double *mag, double *aux_ref, double *aux_mag,
+                                int threads);
 
 /* Within a reference that kv_reference_threaded runs: the threads its part may use (1 in
  * any other call). */

@@ -137,6 +137,10 @@ typedef struct kv_family {
   /* The same reference with double-double accumulation: the tests judge the fp64 one with it
    * on ill-conditioned inputs. */
   kv_reference_fn reference_dd;
+  /* 1 when the reference splits its own work over the host threads kv_ref_part_threads()
+   * gives it better than by rows (gemm: by output columns, each converted chunk of B shared by
+   * all rows): the cross-check then hands it every thread in one part. */
+  int ref_splits_within;
 
   const struct kv_cuda_family *cuda; /* NULL when built without CUDA */
 

@@ -219,6 +219,7 @@ const kv_family kv_family_gemm = {
     .unbiased = gemm_unbiased,
     .reference = kv_gemm_cpu_reference,
     .reference_dd = kv_gemm_cpu_reference_dd,
+    .ref_splits_within = 1,
     .cuda = KV_CUDA_FAMILY(kv_cuda_gemm),
     .coords = gemm_coords,
     .path = gemm_path,

@@ -118,22 +118,19 @@ static void check_threaded_reference(const kv_case *c, const char *what, void **
   static const int threads[] = {2, 3, 7};
   for (int k = 0; k < 3; k++) {
     memset(t_ref, 0xff, 2 * (n * len + n) * sizeof *buf);
-    EXPECT(kv_reference_threaded(c->fp->family->reference, c, cin, rows, n, len, t_ref, t_mag, t_aux, t_amag,
-                                 threads[k]) == KV_OK &&
+    EXPECT(kv_reference_threaded(c, cin, rows, n, len, t_ref, t_mag, t_aux, t_amag, threads[k]) == KV_OK &&
                memcmp(ref, t_ref, 2 * (n * len + n) * sizeof *buf) == 0,
            "%s: the reference on %d threads gives the same bits", what, threads[k]);
   }
   /* fewer rows than threads: each part passes its spare threads on (gemm splits columns) */
   for (size_t few = 1; few <= 2 && few <= n; few++) {
     memset(t_ref, 0xff, 2 * (n * len + n) * sizeof *buf);
-    EXPECT(kv_reference_threaded(c->fp->family->reference, c, cin, rows, few, len, t_ref, t_mag, t_aux, t_amag, 7) ==
-                   KV_OK &&
+    EXPECT(kv_reference_threaded(c, cin, rows, few, len, t_ref, t_mag, t_aux, t_amag, 7) == KV_OK &&
                memcmp(ref, t_ref, few * len * sizeof *buf) == 0 && memcmp(mag, t_mag, few * len * sizeof *buf) == 0,
            "%s: %zu row(s) on 7 threads give the same bits", what, few);
   }
   rows[n / 2] = n; /* one row past the end, in some thread's part */
-  EXPECT(kv_reference_threaded(c->fp->family->reference, c, cin, rows, n, len, t_ref, t_mag, t_aux, t_amag, 3) ==
-             KV_ERR, "%s: a row past the end fails on threads too", what);
+  EXPECT(kv_reference_threaded(c, cin, rows, n, len, t_ref, t_mag, t_aux, t_amag, 3) == KV_ERR, "%s: a row past the end fails on threads too", what);
   free(rows);
   free(buf);
 }

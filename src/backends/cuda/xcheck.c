@@ -100,8 +100,8 @@ static kv_status sample_take(const kv_cuda_ctx *ctx, const kv_case *c, const kv_
     KV_TRY(download_rows(ctx, s->gaux_mag, b->aux_mag, s->rows, s->n, 1));
   }
   KV_TRY(kv_cuda_wait(ctx, deadline, "the download of the cross-check's rows"));
-  return kv_reference_threaded(c->fp->family->reference, c, (const void *const *)s->in, s->rows, s->n, s->len, s->ref,
-                               s->mag, s->aux, s->aux_mag, ctx->ref_threads);
+  return kv_reference_threaded(c, (const void *const *)s->in, s->rows, s->n, s->len, s->ref, s->mag, s->aux,
+                               s->aux_mag, ctx->ref_threads);
 }
 
 static double reference_disagreement(const sample *s) {
