@@ -130,7 +130,8 @@ static void check_threaded_reference(const kv_case *c, const char *what, void **
            "%s: %zu row(s) on 7 threads give the same bits", what, few);
   }
   rows[n / 2] = n; /* one row past the end, in some thread's part */
-  EXPECT(kv_reference_threaded(c, cin, rows, n, len, t_ref, t_mag, t_aux, t_amag, 3) == KV_ERR, "%s: a row past the end fails on threads too", what);
+  EXPECT(kv_reference_threaded(c, cin, rows, n, len, t_ref, t_mag, t_aux, t_amag, 3) == KV_ERR,
+         "%s: a row past the end fails on threads too", what);
   free(rows);
   free(buf);
 }
