@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "input/plan.h"
@@ -18,6 +19,18 @@ int kv_ref_host_threads(int local_size) {
   if (online > 0 && local_size > 1 && n > online / local_size) n = (int)(online / local_size);
   if (n < 1) n = 1;
   return n < KV_REF_MAX_THREADS ? n : KV_REF_MAX_THREADS;
+}
+
+int kv_ref_binding_note(int local_size, char *buf, size_t n) {
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const long share = online > 0 ? online / (local_size > 0 ? local_size : 1) : 1;
+  if (kv_ref_host_threads(local_size) > 1 || share < 2) return 0;
+  snprintf(buf, n,
+           "the CPU mask of this rank holds one of the node's %ld CPUs (its share: %ld), so the cross-check's "
+           "CPU reference runs on one thread: Open MPI binds each of 1-2 ranks to one core by default "
+           "(mpirun --bind-to none); under Slurm, srun --cpus-per-task",
+           online, share);
+  return 1;
 }
 
 int kv_ref_part_threads(void) { return part_threads; }

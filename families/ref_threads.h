@@ -19,6 +19,11 @@
  * bound, or bound to a socket); at least 1, at most KV_REF_MAX_THREADS. */
 int kv_ref_host_threads(int local_size);
 
+/* 1, with the note in buf (n bytes), when this rank's CPU mask leaves its CPU references one
+ * thread although its share of the node (online CPUs / local_size) is at least two: a rank
+ * bound to one core, as Open MPI's mpirun does with one or two ranks. 0 otherwise. */
+int kv_ref_binding_note(int local_size, char *buf, size_t n);
+
 /* task(i, arg) for every i in [0, n) on up to `threads` threads (this one included); KV_ERR
  * when a task failed or a thread could not start. */
 kv_status kv_parallel_for(int n, int threads, kv_status (*task)(int i, void *arg), void *arg);

@@ -219,6 +219,22 @@ static void test_host_threads(void) {
   const int want = mask < share ? mask : share;
   EXPECT(two == (want < KV_REF_MAX_THREADS ? want : KV_REF_MAX_THREADS), "two ranks: min(mask %d, %ld / 2) (got %d)",
          mask, online, two);
+  char note[320] = "";
+  EXPECT(kv_ref_binding_note((int)online, note, sizeof note) == 0, "a share of one CPU: no binding note (%s)", note);
+  if (online < 2) return;
+  /* bound to one core, as mpirun binds one or two ranks: the note names the cause */
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+    if (CPU_ISSET(cpu, &set)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  EXPECT(sched_setaffinity(0, sizeof one, &one) == 0, "sched_setaffinity to one CPU");
+  EXPECT(kv_ref_binding_note(1, note, sizeof note) == 1 && strstr(note, "--bind-to none"),
+         "one rank bound to one of %ld CPUs: the binding note (%s)", online, note);
+  EXPECT(sched_setaffinity(0, sizeof set, &set) == 0, "sched_setaffinity back");
+  EXPECT(mask < 2 || kv_ref_binding_note(1, note, sizeof note) == 0, "the whole mask again: no note");
 }
 
 int main(void) {

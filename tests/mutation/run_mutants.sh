@@ -71,6 +71,8 @@ case "$deck" in /*) ;; *) deck="$src/$deck" ;; esac
 [ -r "$deck" ] || die "deck '$deck' is not readable"
 MPIRUN=${MPIRUN:-mpirun}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# a rank unbound (Open MPI binds each of 1-2 ranks to one core): the cross-check's CPU reference uses its share of the cores
+export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
 start=$(date +%s)
 
 # the selected mutants, checked against the source tree before anything is built

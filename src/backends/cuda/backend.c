@@ -41,6 +41,9 @@ static kv_status cuda_init(int local_rank, int local_size, const kv_run_settings
   KV_TRY(kv_cuda_bind(local_rank, local_size, info->host, &ctx.device));
   kv_cuda_host_init(local_size);
   ctx.ref_threads = kv_ref_host_threads(local_size);
+  char note[320];
+  if (kv_ref_binding_note(local_size, note, sizeof note))
+    fprintf(stderr, "kval: note: host %s local rank %d: %s\n", info->host, local_rank, note);
   KV_TRY(kv_cuda_identify(ctx.device, info));
   ctx.max_sm_clock = kv_nvml_max_sm_clock();
   KV_TRY(CHECK_CUDA(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking)));
