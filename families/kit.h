@@ -25,7 +25,11 @@ void kv_spec_out(kv_tensor_spec *t, const char *name, kv_dtype dtype, size_t cou
  * index of the tensor in kv_tensors.in). */
 kv_status kv_generate_host(const kv_tensor_spec *t, uint64_t key, void *buf);
 
-/* Elements [off, off + n) of a storage buffer widened (exactly) to float / double. */
+/* Elements [off, off + n) of a storage buffer widened (exactly) to float / double. The
+ * emulations widen with kv_to_float, the fp64 references with kv_to_double, and the two are
+ * written apart on purpose: a bug in one shared widening would be made alike by the reference
+ * and the code it checks, and pass (the cpu mutant cpu-to-float-fp32-off is caught because a
+ * reference reads the same tensor correctly). */
 void kv_to_float(const void *buf, kv_dtype t, size_t off, size_t n, float *dst);
 void kv_to_double(const void *buf, kv_dtype t, size_t off, size_t n, double *dst);
 
