@@ -26,7 +26,7 @@ import tempfile
 KVAL = os.environ.get("KVAL", "")
 TOP = os.environ.get("top_srcdir", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 TOLERANCE = 0.30
-TRIES = 3
+TRIES = 5
 H200_SECONDS = {"default.deck": 79.0, "fleet.deck": 19.9, "health.deck": 5.6}
 
 FIXED = """[run]
