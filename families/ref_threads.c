@@ -100,6 +100,7 @@ kv_status kv_reference_threaded(const kv_case *c, const void *const *in, const s
   if (threads < 1) threads = 1;
   const kv_family *f = c->fp->family;
   split s = {f->reference, c, in, rows, n_rows, row_len, ref, mag, aux_ref, aux_mag, 1, threads};
-  if (n_rows > 1 && !f->ref_splits_within) s.parts = (size_t)threads < n_rows ? threads : (int)n_rows; /* every part has a row */
+  if (n_rows > 1 && !f->ref_splits_within) /* every part has a row */
+    s.parts = (size_t)threads < n_rows ? threads : (int)n_rows;
   return kv_parallel_for(s.parts, s.parts, run_part, &s);
 }

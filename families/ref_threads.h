@@ -3,8 +3,8 @@
  * waits, and the host cores its rank may use would otherwise idle. The rows are split into
  * parts, one per thread; a part with threads to spare passes them on to the reference, which
  * may split its own work further (gemm takes them all in one part and splits by output
- * columns: every row reads all of B, converted once that way). Every split keeps each value's own order of operations: the same bits as one
- * thread. */
+ * columns: every row reads all of B, converted once that way). Every split keeps each value's
+ * own order of operations: the same bits as one thread. */
 #ifndef KVAL_FAMILIES_REF_THREADS_H
 #define KVAL_FAMILIES_REF_THREADS_H
 
