@@ -40,7 +40,8 @@ kval=${KVAL:-$top/build/src/kval}
 mkdir -p "$dir" || exit 2
 [ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 HDF5_USE_FILE_LOCKING=FALSE
-# a rank unbound (Open MPI binds each of 1-2 ranks to one core): the cross-check's CPU reference uses its share of the cores
+# ranks unbound (Open MPI binds each of 1-2 ranks to one core): the cross-check's CPU
+# reference gets the rank's share of the cores
 export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
 
 ngpu=0

@@ -38,7 +38,8 @@ fi
 mkdir -p "$outdir"
 out="$outdir/kval-$(hostname -s)-$(date -u +%Y%m%d-%H%M%S).h5"
 export OMPI_MCA_rmaps_base_oversubscribe=1
-# a rank unbound (Open MPI binds each of 1-2 ranks to one core): the cross-check's CPU reference uses its share of the cores
+# ranks unbound (Open MPI binds each of 1-2 ranks to one core): the cross-check's CPU
+# reference gets the rank's share of the cores
 export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
 [ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "local.sh: mpirun -np $nranks kval --backend $backend --mode $mode $deck -o $out"

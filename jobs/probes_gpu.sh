@@ -11,7 +11,8 @@ OUT=${OUT:-/tmp/kval-out}
 L="$OUT/logs"
 mkdir -p "$L"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-# a rank unbound (Open MPI binds each of 1-2 ranks to one core): the cross-check's CPU reference uses its share of the cores
+# ranks unbound (Open MPI binds each of 1-2 ranks to one core): the cross-check's CPU
+# reference gets the rank's share of the cores
 export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 start=$(date +%s)

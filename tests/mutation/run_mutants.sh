@@ -71,7 +71,8 @@ case "$deck" in /*) ;; *) deck="$src/$deck" ;; esac
 [ -r "$deck" ] || die "deck '$deck' is not readable"
 MPIRUN=${MPIRUN:-mpirun}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-# a rank unbound (Open MPI binds each of 1-2 ranks to one core): the cross-check's CPU reference uses its share of the cores
+# ranks unbound (Open MPI binds each of 1-2 ranks to one core): the cross-check's CPU
+# reference gets the rank's share of the cores
 export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
 start=$(date +%s)
 
@@ -251,9 +252,11 @@ if [ "$compile_only" = 0 ]; then
   if [ "$brc" != 0 ]; then
     wait "${pids[@]}"
     tail -n 20 "$scratch/baseline.log" >&2
-    die "the unmutated kval does not pass $deck${baseline_only:+ (--only $baseline_only)} (exit $brc, $bcheck): fix that first (log above)"
+    die "the unmutated kval does not pass $deck${baseline_only:+ (--only $baseline_only)} (exit $brc, $bcheck):" \
+      "fix that first (log above)"
   fi
-  log "baseline: $deck${baseline_only:+ (--only $baseline_only)} passes on the unmutated build ($(( $(date +%s) - start )) s so far)"
+  log "baseline: $deck${baseline_only:+ (--only $baseline_only)} passes on the unmutated build" \
+    "($(( $(date +%s) - start )) s so far)"
 fi
 wait "${pids[@]}"
 
