@@ -9,7 +9,7 @@
 
 #include "input/plan.h"
 
-static _Thread_local int part_threads = 1; /* kv_ref_part_threads() of the reference running on this thread */
+static _Thread_local int part_threads = 1; /* kv_ref_part_threads() of a reference that splits its own work */
 
 int kv_ref_host_threads(int local_size) {
   cpu_set_t set;
@@ -79,18 +79,15 @@ typedef struct {
   const size_t *rows;
   size_t n_rows, row_len;
   double *ref, *mag, *aux_ref, *aux_mag;
-  int parts, threads;
+  int parts;
 } split;
 
-/* Part i of the rows, with its share of the threads. */
+/* Part i of the rows. */
 static kv_status run_part(int i, void *arg) {
   const split *s = arg;
   size_t lo = s->n_rows * (size_t)i / (size_t)s->parts, hi = s->n_rows * (size_t)(i + 1) / (size_t)s->parts;
-  part_threads = s->threads / s->parts + (i < s->threads % s->parts);
-  kv_status st = s->fn(s->c, s->in, s->rows + lo, hi - lo, s->ref + lo * s->row_len, s->mag + lo * s->row_len,
-                       s->aux_ref ? s->aux_ref + lo : NULL, s->aux_mag ? s->aux_mag + lo : NULL);
-  part_threads = 1;
-  return st;
+  return s->fn(s->c, s->in, s->rows + lo, hi - lo, s->ref + lo * s->row_len, s->mag + lo * s->row_len,
+               s->aux_ref ? s->aux_ref + lo : NULL, s->aux_mag ? s->aux_mag + lo : NULL);
 }
 
 kv_status kv_reference_threaded(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,
@@ -99,8 +96,13 @@ kv_status kv_reference_threaded(const kv_case *c, const void *const *in, const s
   if (threads > KV_REF_MAX_THREADS) threads = KV_REF_MAX_THREADS;
   if (threads < 1) threads = 1;
   const kv_family *f = c->fp->family;
-  split s = {f->reference, c, in, rows, n_rows, row_len, ref, mag, aux_ref, aux_mag, 1, threads};
-  if (n_rows > 1 && !f->ref_splits_within) /* every part has a row */
-    s.parts = (size_t)threads < n_rows ? threads : (int)n_rows;
+  if (f->ref_splits_within) { /* one call, which splits its work over every thread */
+    part_threads = threads;
+    const kv_status st = f->reference(c, in, rows, n_rows, ref, mag, aux_ref, aux_mag);
+    part_threads = 1;
+    return st;
+  }
+  split s = {f->reference, c, in, rows, n_rows, row_len, ref, mag, aux_ref, aux_mag, 1};
+  if (n_rows > 1) s.parts = (size_t)threads < n_rows ? threads : (int)n_rows; /* every part has a row */
   return kv_parallel_for(s.parts, s.parts, run_part, &s);
 }

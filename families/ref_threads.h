@@ -1,10 +1,9 @@
 /* ref_threads.h - a family's CPU reference run on several host threads (ref_threads.c): the
  * cuda backend's cross-check computes the CPU fp64 reference of sampled rows while its GPU
  * waits, and the host cores its rank may use would otherwise idle. The rows are split into
- * parts, one per thread; a part with threads to spare passes them on to the reference, which
- * may split its own work further (gemm takes them all in one part and splits by output
- * columns: every row reads all of B, converted once that way). Every split keeps each value's
- * own order of operations: the same bits as one thread. */
+ * parts, one per thread, or a family's reference takes every thread in one call and splits
+ * its own work (gemm, by output columns: every row reads all of B, converted once that way).
+ * Every split keeps each value's own order of operations: the same bits as one thread. */
 #ifndef KVAL_FAMILIES_REF_THREADS_H
 #define KVAL_FAMILIES_REF_THREADS_H
 
@@ -37,8 +36,8 @@ kv_status kv_reference_threaded(const kv_case *c, const void *const *in, const s
                                 size_t row_len, double *ref, double *mag, double *aux_ref, double *aux_mag,
                                 int threads);
 
-/* Within a reference that kv_reference_threaded runs: the threads its part may use (1 in
- * any other call). */
+/* Within a reference that splits its own work (kv_family.ref_splits_within), run by
+ * kv_reference_threaded: the threads it may use (1 in any other call). */
 int kv_ref_part_threads(void);
 
 #endif

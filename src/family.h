@@ -139,7 +139,7 @@ typedef struct kv_family {
   kv_reference_fn reference_dd;
   /* 1 when the reference splits its own work over the host threads kv_ref_part_threads()
    * gives it better than by rows (gemm: by output columns, each converted chunk of B shared by
-   * all rows): the cross-check then hands it every thread in one part. */
+   * all rows): kv_reference_threaded then calls it once with every thread. */
   int ref_splits_within;
 
   const struct kv_cuda_family *cuda; /* NULL when built without CUDA */

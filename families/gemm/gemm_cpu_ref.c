@@ -117,9 +117,9 @@ static kv_status ref_column_block(int i, void *arg) {
   return cr.j0 < cr.j1 ? ref_columns(p, cr) : KV_OK;
 }
 
-/* fp64 reference of the listed rows; with threads to spare (kv_ref_part_threads: the
- * cross-check's few long rows) the columns are split among them, each column's sum in the
- * same order. */
+/* fp64 reference of the listed rows; with the host threads kv_reference_threaded gives it
+ * (kv_ref_part_threads: the cross-check's few long rows) the columns are split among them,
+ * each column's sum in the same order. */
 kv_status kv_gemm_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows, double *ref,
                                 double *mag, double *aux_ref, double *aux_mag) {
   kv_gemm_dims d;

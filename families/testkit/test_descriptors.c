@@ -122,7 +122,7 @@ static void check_threaded_reference(const kv_case *c, const char *what, void **
                memcmp(ref, t_ref, 2 * (n * len + n) * sizeof *buf) == 0,
            "%s: the reference on %d threads gives the same bits", what, threads[k]);
   }
-  /* fewer rows than threads: each part passes its spare threads on (gemm splits columns) */
+  /* fewer rows than threads (gemm splits its columns over them) */
   for (size_t few = 1; few <= 2 && few <= n; few++) {
     memset(t_ref, 0xff, 2 * (n * len + n) * sizeof *buf);
     EXPECT(kv_reference_threaded(c, cin, rows, few, len, t_ref, t_mag, t_aux, t_amag, 7) == KV_OK &&
