@@ -20,6 +20,9 @@
 set -u
 : "${KVAL:?}" "${top_srcdir:?}" "${MPIRUN:=mpirun}" "${PYTHON:=python3}"
 [ -x "$KVAL" ] || { echo "SKIP: $KVAL not built"; exit 77; }
+# Ranks unbound: mpirun binds rank 0 of every concurrent test to the first core, so under make -j
+# rank 0 ran slower than rank 1 throughout and hid the injected slowdown of rank 1 (seen once in CI).
+export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
 "$PYTHON" -c "import h5py, numpy, pandas" 2>/dev/null || { echo "SKIP: h5py/numpy/pandas missing"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kval_inject.XXXXXX") && trap 'rm -rf "$tmp"' EXIT
 rc=0
