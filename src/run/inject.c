@@ -95,7 +95,7 @@ int kv_inject_apply(const kv_inject *inj, int n, int rank, size_t case_index, kv
           kv_store(d->out, i, d->out_type, kv_load(d->out, i, d->out_type) * (1.0 + 1e-3));
         break;
       case KV_INJECT_SLOW:
-        for (int i = 0; i < d->n_times; i++) d->times[i] *= 1.5;
+        for (int i = 0; i < d->n_times; i++) d->times[i] *= KV_INJECT_SLOW_FACTOR;
         break;
       case KV_INJECT_STICKY:
         kv_fatal_defer(__FILE__, __LINE__, "injected sticky device error (--inject sticky@%d) in case %zu", rank,

@@ -18,6 +18,9 @@ typedef enum {
   KV_INJECT_HANG
 } kv_inject_kind;
 
+/* What slow multiplies the timings by (see kv_inject_apply). */
+#define KV_INJECT_SLOW_FACTOR 3.0
+
 typedef struct {
   kv_inject_kind kind;
   int rank;
@@ -39,7 +42,9 @@ void kv_inject_requests(const kv_inject *inj, int n, int rank, size_t case_index
  * bitflip - flips the most significant mantissa bit of the middle element of output 0;
  * nan     - sets the middle element of output 0 to NaN;
  * scale   - multiplies every element of output 0 by (1 + 1e-3), rounded to storage;
- * slow    - multiplies every timed repetition by 1.5 (a 50% slower kernel);
+ * slow    - multiplies every timed repetition by KV_INJECT_SLOW_FACTOR (3: a GPU stuck at a low
+ *           clock; far above the run-to-run noise of the cpu backend's times on a loaded machine,
+ *           which moved single cases by up to 2x and once hid a 1.5x injection from the fleet check);
  * sticky  - a device error that leaves the context unusable: simulated here (kv_fatal_defer)
  *           for a backend without a device; the case is recorded as error, then the rank ends
  *           through the fatal path. (On cuda the real fault made run_case fail: not reached.)

@@ -12,7 +12,7 @@
 #              1e-3 scale is below the rounding (half an ulp is >= 2^-9) and changes no bit;
 #              for fp16 accumulation the tolerance is wider than 1e-3 and the bias is not
 #              judged (a reduced accumulator), so those cells change bits but pass
-#   slow    -> kval exit 0 (time is not a kval verdict), kval-analyze fleet flags exactly
+#   slow    -> (x 3) kval exit 0 (time is not a kval verdict), kval-analyze fleet flags exactly
 #              that rank as a performance outlier (exit 1)
 # and an --inject naming a rank or case that does not run is a usage error (exit 2). Exit
 # codes (README): 0 all passed, 1 validation failed or fingerprints disagree, 2 usage.
@@ -228,7 +228,8 @@ check "$tmp/scale.h5" scale "$tmp/clean1.h5"
 [ $rc -ne 0 ] || echo "ok scale: fail_tolerance for fp16:fp32 and fp32:fp32 gemm/norms, fail_bias for fa2 fp16:fp32; bf16 unchanged"
 
 # slow on rank 1: kval passes, kval-analyze fleet flags rank 1 alone.
-run slow 0 $two --inject slow@1 "$deck" -o "$tmp/slow.h5"
+# Nine repetitions a case: each case's median then shrugs off a preempted repetition.
+run slow 0 $two --inject slow@1 --set run.min_reps=9 --set run.max_reps=9 "$deck" -o "$tmp/slow.h5"
 fleet slow 1 "$tmp/slow.h5"
 "$PYTHON" -c "
 import json, sys
