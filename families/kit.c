@@ -1,5 +1,5 @@
 /* kit.c - what the families share on the host: tensor specs, host input generation (the CPU
- * twin of kv_cuda_generate), bulk widening of storage buffers, the row-list check of the
+ * twin of kv_cuda_generate) and its check of generated buffers, bulk widening of storage buffers, the row-list check of the
  * references, and the tag lists of kernel paths. */
 #include "families/kit.h"
 
@@ -48,9 +48,39 @@ kv_status kv_generate_host(const kv_tensor_spec *t, uint64_t key, void *buf) {
     kv_report(__FILE__, __LINE__, "generate", "no buffer for tensor %s", t->name);
     return KV_ERR;
   }
-  for (size_t i = 0; i < t->count; i++)
-    kv_store(buf, i, t->dtype, kv_gen_value(key, (uint64_t)i, t->dist, t->scale, t->offset));
+  const size_t size = kv_dtype_size(t->dtype);
+  for (size_t i = 0; i < t->count; i++) kv_generate_element(t, key, i, (unsigned char *)buf + i * size);
   return KV_OK;
+}
+
+void kv_generate_element(const kv_tensor_spec *t, uint64_t key, size_t i, void *dst) {
+  kv_store(dst, 0, t->dtype, kv_gen_value(key, (uint64_t)i, t->dist, t->scale, t->offset));
+}
+
+/* Element i of buf against the generator's, bit for bit. */
+static int generated(const kv_tensor_spec *t, uint64_t key, const void *buf, size_t i) {
+  const size_t size = kv_dtype_size(t->dtype);
+  unsigned char want[sizeof(double)];
+  kv_generate_element(t, key, i, want);
+  return memcmp(want, (const unsigned char *)buf + i * size, size) == 0;
+}
+
+long long kv_generate_verify(const kv_tensor_spec *t, uint64_t key, const void *buf) {
+  const size_t n = t->count;
+  if (n <= 2 * KV_GEN_EDGE + KV_GEN_SAMPLES) {
+    for (size_t i = 0; i < n; i++)
+      if (!generated(t, key, buf, i)) return (long long)i;
+    return -1;
+  }
+  for (size_t i = 0; i < KV_GEN_EDGE; i++) {
+    if (!generated(t, key, buf, i)) return (long long)i;
+    if (!generated(t, key, buf, n - 1 - i)) return (long long)(n - 1 - i);
+  }
+  for (uint64_t j = 0; j < KV_GEN_SAMPLES; j++) {
+    const size_t i = (size_t)(kv_mix64(key ^ kv_mix64(~j)) % n);
+    if (!generated(t, key, buf, i)) return (long long)i;
+  }
+  return -1;
 }
 
 void kv_to_float(const void *buf, kv_dtype t, size_t off, size_t n, float *dst) {

@@ -24,6 +24,18 @@ void kv_spec_out(kv_tensor_spec *t, const char *name, kv_dtype dtype, size_t cou
  * generator (kv_cuda_generate) produces the same bits. key = kv_stream_key(seed, case key,
  * index of the tensor in kv_tensors.in). */
 kv_status kv_generate_host(const kv_tensor_spec *t, uint64_t key, void *buf);
+/* Element i of that buffer alone, stored at dst (one element of t->dtype). */
+void kv_generate_element(const kv_tensor_spec *t, uint64_t key, size_t i, void *dst);
+
+/* Whether buf holds the generator's bits for tensor t with this key, on a sample: the first and
+ * last KV_GEN_EDGE elements and KV_GEN_SAMPLES elements at positions hashed from the key (every
+ * element of a small tensor). Returns -1 when they agree, else the first element that differs.
+ * The backends check the inputs a kernel read with it (kv_input_finding), so a device
+ * generator that writes wrong values, another distribution or leaves elements unwritten is
+ * seen in the run, not only by the GPU tests. */
+#define KV_GEN_EDGE 256
+#define KV_GEN_SAMPLES 4096
+long long kv_generate_verify(const kv_tensor_spec *t, uint64_t key, const void *buf);
 
 /* Elements [off, off + n) of a storage buffer widened (exactly) to float / double. The
  * emulations widen with kv_to_float, the fp64 references with kv_to_double, and the two are

@@ -1,6 +1,7 @@
 /* backend.c - the backend registry (NULL-terminated, IOR aiori style), selection of
  * "auto", the reference-row sampling and the node name shared by backends, kv_case_data
- * cleanup, and the findings of the guard-band and launch checks every backend makes. */
+ * cleanup, and the findings of the checks every backend makes: guard bands, launch checksums,
+ * and the host's check of the inputs and of the checksum itself. */
 #include "backends/backend.h"
 
 #include <math.h>
@@ -13,6 +14,8 @@
 #include "config.h"
 #endif
 #include "backends/cuda/device.h"
+#include "families/kit.h"
+#include "numerics/checksum.h"
 
 extern const kv_backend kv_backend_cpu;
 
@@ -97,4 +100,27 @@ void kv_launch_finding(kv_case_data *d, const uint64_t launch[KV_LAUNCH_SUMS]) {
   else if (launch[2] != launch[0])
     snprintf(d->nondeterministic, sizeof d->nondeterministic,
              "the first launch and the verification launch (outputs poisoned again) wrote different bits");
+}
+
+void kv_input_finding(kv_case_data *d, const kv_case *c, const kv_run_settings *rs, const kv_tensors *t,
+                      const void *const *in) {
+  for (int i = 0; i < t->n_in && !d->harness[0]; i++) {
+    const kv_tensor_spec *s = &t->in[i];
+    const uint64_t key = kv_stream_key(rs->seed, c->key, (uint64_t)i);
+    const long long e = kv_generate_verify(s, key, in[i]);
+    if (e < 0) continue;
+    unsigned char want[sizeof(double)];
+    kv_generate_element(s, key, (size_t)e, want);
+    snprintf(d->harness, sizeof d->harness, "input %s: element %lld is %.6g, not the generator's %.6g", s->name, e,
+             kv_load(in[i], (size_t)e, s->dtype), kv_load(want, 0, s->dtype));
+  }
+}
+
+void kv_checksum_finding(kv_case_data *d, const kv_tensors *t, uint64_t verification_sum) {
+  if (d->harness[0]) return;
+  uint64_t host = kv_checksum_bytes(d->out, t->out[0].count * kv_dtype_size(t->out[0].dtype), 0);
+  if (t->n_out > 1) host += kv_checksum_bytes(d->aux, t->out[1].count * kv_dtype_size(t->out[1].dtype), 1);
+  if (host != verification_sum)
+    snprintf(d->harness, sizeof d->harness, "outputs' launch checksum %016llx, recomputed on the host %016llx",
+             (unsigned long long)verification_sum, (unsigned long long)host);
 }

@@ -90,6 +90,15 @@ void kv_case_data_free(kv_case_data *d);
 #define KV_LAUNCH_SUMS 3
 void kv_guard_finding(kv_case_data *d, const char *tensor, const unsigned char *before, const unsigned char *after);
 void kv_launch_finding(kv_case_data *d, const uint64_t launch[KV_LAUNCH_SUMS]);
+/* The checker's own checks, on the host, in every case. kv_input_finding: the inputs the
+ * kernel read (in, on the host) hold the generator's bits on a sample (kv_generate_verify); the
+ * first that does not is described in d->harness. kv_checksum_finding: the launch checksum
+ * of the verification launch (numerics/checksum.h, over every output, output k with salt k;
+ * at most two outputs: out and aux) equals the host's over the same outputs, d->out and
+ * d->aux; a disagreement is described in d->harness. */
+void kv_input_finding(kv_case_data *d, const kv_case *c, const kv_run_settings *rs, const kv_tensors *t,
+                      const void *const *in);
+void kv_checksum_finding(kv_case_data *d, const kv_tensors *t, uint64_t verification_sum);
 
 typedef struct kv_backend {
   const char *name;

@@ -15,6 +15,7 @@
 #include "backends/binding.h"
 #include "families/kit.h"
 #include "core/timing.h"
+#include "numerics/checksum.h"
 #include "numerics/fingerprint.h"
 #include "numerics/rng.h"
 
@@ -162,9 +163,10 @@ static kv_status buffers_make(const kv_case *c, const kv_run_settings *rs, const
   return KV_OK;
 }
 
+/* The launch checksum of the outputs (output i with salt i), as the cuda backend's device sum. */
 static uint64_t outputs_sum(const kv_tensors *t, const host_buffers *b) {
   uint64_t s = 0;
-  for (int i = 0; i < t->n_out; i++) s = kv_mix64(s ^ kv_fingerprint(b->out[i], tensor_bytes(&t->out[i])));
+  for (int i = 0; i < t->n_out; i++) s += kv_checksum_bytes(b->out[i], tensor_bytes(&t->out[i]), (unsigned)i);
   return s;
 }
 
@@ -264,12 +266,14 @@ static kv_status cpu_run_case(const kv_case *c, const kv_run_settings *rs, kv_ca
   uint64_t launch[KV_LAUNCH_SUMS] = {0, 0, 0};
   double mark = kv_wtime();
   kv_status st = buffers_make(c, rs, &t, &b);
+  if (st == KV_OK) kv_input_finding(d, c, rs, &t, (const void *const *)b.in);
   d->phases.setup = kv_lap(&mark);
   if (st == KV_OK) st = time_emulation(c, rs, &t, &b, launch, d);
   d->phases.timing = kv_lap(&mark);
   if (st == KV_OK) check_buffers(&t, &b, launch, d);
   if (st == KV_OK) st = copy_out(&b, &t, 0, &d->out);
   if (st == KV_OK && t.n_out > 1) st = copy_out(&b, &t, 1, (void **)&d->aux);
+  if (st == KV_OK) kv_checksum_finding(d, &t, launch[KV_LAUNCH_SUMS - 1]);
   d->phases.checks = kv_lap(&mark);
   if (st == KV_OK) st = cpu_reference(c, &cost, rs, (const void *const *)b.in, t.n_out > 1, d);
   d->out_count = t.out[0].count;

@@ -1,10 +1,14 @@
 /* test_rng.c - the counter-based input generator of src/numerics/rng.h: kv_mix64 is the
  * splitmix64 finaliser (published reference outputs), values are pure functions of
  * (key, i), both distributions have the documented range, resolution, mean and standard
- * deviation, streams are never all zero, and distinct seeds / cases / tensors differ. */
+ * deviation, streams are never all zero, and distinct seeds / cases / tensors differ; and the
+ * backends' check of generated buffers (kv_generate_verify) accepts the generator's buffers and
+ * names a wrong element where it looks. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
+#include "families/kit.h"
 #include "numerics/rng.h"
 #include "tests/unit/test_util.h"
 
@@ -97,10 +101,51 @@ static void test_streams(void) {
   EXPECT(zeros < 10, "zero is as rare as any other uniform value: %d in 1e5", zeros);
 }
 
+/* One element of buf (dtype t) with its lowest bit flipped. */
+static void flip(void *buf, kv_dtype t, size_t i) { ((unsigned char *)buf)[i * kv_dtype_size(t)] ^= 1u; }
+
+static void test_verify(void) {
+  TEST("kv_generate_verify: the generator's buffers pass; a changed element at the edges or sampled is named");
+  const kv_dtype types[] = {KV_FP16, KV_BF16, KV_FP32};
+  const size_t counts[] = {1, 100, 2 * KV_GEN_EDGE + KV_GEN_SAMPLES, 1000003};
+  int bad = 0, total = 0;
+  for (int ti = 0; ti < 3; ti++)
+    for (int ci = 0; ci < 4; ci++) {
+      kv_tensor_spec t;
+      kv_spec_in(&t, "x", types[ti], counts[ci], ci % 2 ? KV_DIST_UNIFORM : KV_DIST_NORMAL, 0.5, ci == 3 ? 4.0 : 0.0);
+      const uint64_t key = kv_stream_key(9, (uint64_t)ci, (uint64_t)ti);
+      void *buf = malloc(t.count * kv_dtype_size(t.dtype));
+      kv_generate_host(&t, key, buf);
+      total++;
+      bad += kv_generate_verify(&t, key, buf) != -1;
+      bad += kv_generate_verify(&t, key ^ 1, buf) == -1; /* another tensor's stream */
+      const size_t at[] = {0, t.count - 1, t.count / 2};
+      for (int k = 0; k < (t.count > 2 * KV_GEN_EDGE + KV_GEN_SAMPLES ? 2 : 3); k++) {
+        flip(buf, t.dtype, at[k]);
+        bad += kv_generate_verify(&t, key, buf) != (long long)at[k];
+        flip(buf, t.dtype, at[k]);
+      }
+      kv_spec_in(&t, "x", t.dtype, t.count, ci % 2 ? KV_DIST_NORMAL : KV_DIST_UNIFORM, 0.5, t.offset);
+      bad += t.count > 1 && kv_generate_verify(&t, key, buf) == -1; /* the other distribution */
+      free(buf);
+    }
+  EXPECT(bad == 0, "%d wrong answers over %d buffers", bad, total);
+  TEST("kv_generate_verify samples a large buffer: a zeroed tail beyond the edge checks is seen by the samples");
+  kv_tensor_spec t;
+  kv_spec_in(&t, "x", KV_BF16, 1 << 20, KV_DIST_NORMAL, 1.0, 0.0);
+  uint16_t *buf = malloc(t.count * 2);
+  kv_generate_host(&t, 5, buf);
+  for (size_t i = t.count - t.count / 64; i < t.count - KV_GEN_EDGE; i++) buf[i] = 0; /* 1/64 of it, edges kept */
+  const long long e = kv_generate_verify(&t, 5, buf);
+  EXPECT(e >= (long long)(t.count - t.count / 64), "a zeroed sixty-fourth: %lld", e);
+  free(buf);
+}
+
 int main(void) {
   test_mix();
   test_determinism();
   test_distributions();
   test_streams();
+  test_verify();
   return TEST_RETURN();
 }

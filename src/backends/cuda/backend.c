@@ -6,7 +6,7 @@
  * the family's launch (or, for the bench harness, a launch override on the family's prepared
  * problem: kv_cuda_run_case_with), a
  * verification launch on outputs poisoned again, the checks of guard bands, inputs and launch
- * checksums, the outputs copied back, the GPU fp64 reference over the whole output, the error
+ * checksums, the outputs copied back (and their checksum recomputed on the host), the GPU fp64 reference over the whole output, the error
  * statistics on the device (errstats.cu; the whole reference comes to the host only when the
  * runner asks for host statistics), the cross-checks of the reference and of the statistics
  * on sampled rows (xcheck.c), and --inject sticky / hang as real device faults (fault.cu).
@@ -214,6 +214,7 @@ static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv
   *step = "GPU reference and error statistics";
   d->phases.stats = 0.0;
   KV_TRY(collect(c, *problem, rs, t, cost, b, d));
+  kv_checksum_finding(d, t, b->verification_sum);
   d->phases.checks = kv_lap(&mark) - d->ref_seconds - d->phases.stats; /* with the downloads */
   *step = "cross-checks of the reference and the statistics";
   const kv_status st = kv_cuda_xcheck(&ctx, c, t, cost, rs, b, d);

@@ -1,28 +1,22 @@
-/* checks.cu - kv_cuda_checksum: an order-independent 64-bit checksum of device buffers, for
- * the backend's checks that inputs stay unchanged and that every launch of a case writes the
- * same output bits. Every 8-byte word (the tail zero-padded) is mixed with its index and the
- * buffer's salt by splitmix64 and the mixes are added modulo 2^64 into the sum, so the result
- * does not depend on the order in which blocks finish, several buffers (with distinct salts)
- * add into one sum, and a change of any bit of any word changes it (with probability
- * 1 - 2^-64 for a random change). */
+/* checks.cu - kv_cuda_checksum: the order-independent 64-bit checksum of device buffers
+ * (numerics/checksum.h: one term per 8-byte word, added modulo 2^64) for the backend's checks
+ * that inputs stay unchanged and that every launch of a case writes the same output bits. The
+ * sum does not depend on the order in which blocks finish, several buffers (with distinct
+ * salts) add into one sum, and a change of any bit of any word changes it (with probability
+ * 1 - 2^-64 for a random change). The host recomputes the verification launch's sum from the
+ * downloaded outputs (kv_checksum_finding), so this kernel is itself checked in every case. */
 #include <stdint.h>
 
 #include "backends/cuda/device.h"
 #include "core/cuda_check.cuh"
+#include "numerics/checksum.h"
 
 namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ unsigned long long mix(unsigned long long x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 __global__ void __launch_bounds__(kThreads) checksum_kernel(const unsigned char *buf, size_t bytes,
-                                                            unsigned long long salt, unsigned long long *sum) {
+                                                            unsigned salt, unsigned long long *sum) {
   __shared__ unsigned long long part[kThreads];
   const size_t words = (bytes + 7) / 8, stride = (size_t)gridDim.x * kThreads;
   unsigned long long acc = 0;
@@ -33,7 +27,7 @@ __global__ void __launch_bounds__(kThreads) checksum_kernel(const unsigned char 
     } else {
       for (size_t b = 8 * w; b < bytes && b < 8 * w + 8; b++) v |= (unsigned long long)buf[b] << (8 * (b - 8 * w));
     }
-    acc += mix(v ^ mix(w ^ (salt << 48)));
+    acc += kv_checksum_term(v, w, salt);
   }
   part[threadIdx.x] = acc;
   __syncthreads();

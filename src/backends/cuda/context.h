@@ -46,6 +46,7 @@ typedef struct {
   void *in[KV_MAX_TENSORS], *out[KV_MAX_TENSORS], *out_alloc[KV_MAX_TENSORS];
   double *ref, *mag, *aux_ref, *aux_mag;
   unsigned long long *sums;
+  uint64_t verification_sum; /* the device's checksum of the verification launch's outputs */
 } kv_cuda_buffers;
 
 /* Device bytes a case needs (its tensors with their guard bands, the reference's buffers). */
@@ -62,15 +63,17 @@ kv_status kv_cuda_buffers_sum_outputs(const kv_cuda_ctx *ctx, const kv_tensors *
 /* After the launches: the guard bands, the inputs' checksums against the first ones and the
  * launch checksums against each other; what differs goes into d->out_of_bounds and
  * d->nondeterministic (names the tensor and byte offset, or the launches); d->n_times names
- * the last timed repetition. */
-kv_status kv_cuda_buffers_check(const kv_cuda_ctx *ctx, const kv_tensors *t, const kv_cuda_buffers *b, double deadline,
+ * the last timed repetition. Keeps the verification launch's sum in b->verification_sum (for
+ * kv_checksum_finding once the outputs are on the host). */
+kv_status kv_cuda_buffers_check(const kv_cuda_ctx *ctx, const kv_tensors *t, kv_cuda_buffers *b, double deadline,
                                 kv_case_data *d);
 kv_status kv_cuda_buffers_free(kv_cuda_buffers *b);
 
-/* The cross-checks of the checker on sampled rows (xcheck.c): the GPU fp64 reference against
- * the family's CPU reference (d->ref_xcheck), and, when the statistics were computed on the
- * device, the device statistics of those rows against the host's (d->harness on a mismatch)
- * and the full statistics' own consistency. */
+/* The cross-checks of the checker on sampled rows (xcheck.c): the device inputs against the
+ * host generator (kv_input_finding), the GPU fp64 reference against the family's CPU reference
+ * (d->ref_xcheck), and, when the statistics were computed on the device, the device statistics
+ * of those rows against the host's (d->harness on a mismatch) and the full statistics' own
+ * consistency. */
 kv_status kv_cuda_xcheck(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tensors *t, const kv_cost *cost,
                          const kv_run_settings *rs, const kv_cuda_buffers *b, kv_case_data *d);
 

@@ -1,4 +1,7 @@
-/* xcheck.c - the checker checked, on a few sampled output rows of every case: the GPU fp64
+/* xcheck.c - the checker checked, on a few sampled output rows of every case: the device
+ * inputs (downloaded whole for the CPU reference) against the host generator on a sample of
+ * elements (kv_input_finding: a device generator bug would otherwise change what every case
+ * tests, unseen, as kernel and references read the same wrong inputs); the GPU fp64
  * reference (value, magnitude term, auxiliary output and its magnitude) against the family's
  * CPU reference on the same device inputs (d->ref_xcheck, judged against KV_REF_XCHECK_BOUND),
  * and the device error statistics against the host's: the device statistics of exactly the
@@ -214,6 +217,7 @@ kv_status kv_cuda_xcheck(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tens
                          const kv_run_settings *rs, const kv_cuda_buffers *b, kv_case_data *d) {
   sample s;
   kv_status st = sample_take(ctx, c, t, cost, rs, b, kv_cuda_deadline(rs, 0.0), &s);
+  if (st == KV_OK) kv_input_finding(d, c, rs, t, (const void *const *)s.in);
   if (st == KV_OK) d->ref_xcheck = reference_disagreement(&s);
   if (st == KV_OK && d->has_stats) st = check_stats(ctx, c, t, cost, rs, b, &s, d);
   sample_free(&s);
