@@ -120,7 +120,7 @@ def _dim_names(dset, path):
         scales = list(dim.values())
         if not scales:
             raise KvalInputError(f"{path}: dataset {dset.name}: dimension {i} has no dimension scale "
-                                 "attached (every dimension must name its axis, LAYOUT.md)")
+                                 "attached (every dimension must name its axis: README, The HDF5 file)")
         names.append(posixpath.basename(scales[0].name))
     return names
 
