@@ -4,8 +4,10 @@
  * hook), the host generator's bits, and on the cases of the families' test decks
  * (families/<f>/test.deck, cpu backend, small cases only): every family has cases, inputs that
  * are not all zero and differ between tensors, and emulations that are deterministic (the same
- * seed gives the same output bits twice, another seed other bits) and references whose rows
- * split over host threads give the same bits as one call; and how many threads a rank takes.
+ * seed gives the same output bits twice, another seed other bits), references whose rows
+ * split over host threads give the same bits as one call, and inputs that pass the backends'
+ * check against the generator (and fail it with one element changed); and how many threads a
+ * rank takes.
  * A new family is checked here without an edit. Family-specific worked examples live in
  * families/<f>/test_<f>.c. */
 #define _GNU_SOURCE
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/backend.h"
 #include "families/ref_threads.h"
 #include "families/testkit/family_checks.h"
 #include "input/deck.h"
@@ -136,6 +139,30 @@ static void check_threaded_reference(const kv_case *c, const char *what, void **
   free(buf);
 }
 
+/* The backends' check of the inputs (kv_input_finding) passes the generator's inputs (seed 77)
+ * and names an input whose last element changed. */
+static void check_input_finding(const kv_case *c, const kv_tensors *t, const char *what, void **in) {
+  kv_run_settings rs;
+  memset(&rs, 0, sizeof rs);
+  rs.seed = 77;
+  kv_case_data d;
+  kv_case_data_init(&d);
+  kv_input_finding(&d, c, &rs, t, (const void *const *)in);
+  EXPECT(!d.harness[0], "%s: the generated inputs pass the input check (%s)", what, d.harness);
+  for (int k = 0; k < t->n_in; k++) {
+    if (t->in[k].count == 0) continue;
+    unsigned char *last = (unsigned char *)in[k] + tensor_bytes(&t->in[k]) - 1;
+    *last ^= 0x40;
+    kv_case_data_init(&d);
+    kv_input_finding(&d, c, &rs, t, (const void *const *)in);
+    *last ^= 0x40;
+    char want[64];
+    snprintf(want, sizeof want, "input %s: element %zu ", t->in[k].name, t->in[k].count - 1);
+    EXPECT(strstr(d.harness, want) != NULL, "%s: a changed last element of %s is named (%s)", what, t->in[k].name,
+           d.harness);
+  }
+}
+
 static void check_case(const kv_case *c) {
   const kv_family *f = c->fp->family;
   char what[512];
@@ -169,6 +196,7 @@ static void check_case(const kv_case *c) {
                         t.in[0].name);
     }
     check_threaded_reference(c, what, in);
+    check_input_finding(c, &t, what, in);
   }
   free(a);
   free(b);

@@ -73,6 +73,7 @@ void kv_case_data_free(kv_case_data *d) {
   for (size_t i = 0; i < sizeof downloaded / sizeof downloaded[0]; i++) release(downloaded[i]);
   free(d->rows);
   free(d->times);
+  free(d->launch_sums);
   memset(d, 0, sizeof *d);
 }
 
@@ -93,11 +94,20 @@ void kv_guard_finding(kv_case_data *d, const char *tensor, const unsigned char *
     snprintf(d->out_of_bounds, sizeof d->out_of_bounds, "output %s: written past its end (at byte +%lld)", tensor, a);
 }
 
-void kv_launch_finding(kv_case_data *d, const uint64_t launch[KV_LAUNCH_SUMS]) {
-  if (launch[1] != launch[0])
+void kv_launch_finding(kv_case_data *d, uint64_t verification_sum) {
+  if (!d->launch_sums) {
+    snprintf(d->harness, sizeof d->harness, "the backend kept no launch checksums");
+    return;
+  }
+  const uint64_t first = d->launch_sums[0];
+  int differ = 0, first_differ = 0;
+  for (int i = 1; i <= d->n_times; i++)
+    if (d->launch_sums[i] != first && !differ++) first_differ = i;
+  if (differ)
     snprintf(d->nondeterministic, sizeof d->nondeterministic,
-             "the first launch and timed repetition %d (the last) wrote different output bits", d->n_times);
-  else if (launch[2] != launch[0])
+             "timed repetition %d of %d wrote other bits than the first launch (%d differ)", first_differ, d->n_times,
+             differ);
+  else if (verification_sum != first)
     snprintf(d->nondeterministic, sizeof d->nondeterministic,
              "the first launch and the verification launch (outputs poisoned again) wrote different bits");
 }

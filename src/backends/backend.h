@@ -52,6 +52,8 @@ typedef struct {
   double *aux_mag;     /* n_rows magnitude terms of the auxiliary output's bound, or NULL */
   double *times;       /* timed repetitions, seconds */
   int n_times;
+  uint64_t *launch_sums; /* the outputs' launch checksum after the first launch [0] and after
+                          * every timed repetition [1 .. n_times] (numerics/checksum.h) */
   double ref_seconds;  /* wall time of the reference */
   double ref_xcheck;   /* GPU vs CPU reference disagreement (NaN when not cross-checked) */
   kv_telemetry tel;    /* around the measurement */
@@ -82,14 +84,14 @@ void kv_case_data_free(kv_case_data *d);
  * memory). Each output lies between two guard bands of KV_GUARD_BYTES bytes of KV_GUARD_BYTE;
  * kv_guard_finding describes the first changed byte of output `tensor`'s bands (before: the
  * band in front of it, after: the one behind) in d->out_of_bounds. The checksums of the
- * outputs after the first launch, the last timed one and the verification launch (outputs
- * poisoned again) must agree: kv_launch_finding describes a disagreement in
- * d->nondeterministic. */
+ * outputs after the first launch, after every timed repetition (d->launch_sums) and after the
+ * verification launch (outputs poisoned again: verification_sum) must agree:
+ * kv_launch_finding describes a disagreement in d->nondeterministic (the first repetition
+ * that differs and how many do, so a race that corrupts one launch in ten is seen). */
 #define KV_GUARD_BYTES 4096
 #define KV_GUARD_BYTE 0xa5
-#define KV_LAUNCH_SUMS 3
 void kv_guard_finding(kv_case_data *d, const char *tensor, const unsigned char *before, const unsigned char *after);
-void kv_launch_finding(kv_case_data *d, const uint64_t launch[KV_LAUNCH_SUMS]);
+void kv_launch_finding(kv_case_data *d, uint64_t verification_sum);
 /* The checker's own checks, on the host, in every case. kv_input_finding: the inputs the
  * kernel read (in, on the host) hold the generator's bits on a sample (kv_generate_verify); the
  * first that does not is described in d->harness. kv_checksum_finding: the launch checksum

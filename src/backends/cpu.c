@@ -170,45 +170,49 @@ static uint64_t outputs_sum(const kv_tensors *t, const host_buffers *b) {
   return s;
 }
 
-/* Guard bands, inputs, and the launches' output checksums (first, last timed, verification). */
-static void check_buffers(const kv_tensors *t, const host_buffers *b, const uint64_t *launch, kv_case_data *d) {
+/* Guard bands, inputs, and the launches' output checksums (every timed one, verification). */
+static void check_buffers(const kv_tensors *t, const host_buffers *b, uint64_t verification_sum, kv_case_data *d) {
   for (int i = 0; i < t->n_out; i++)
     kv_guard_finding(d, t->out[i].name, b->out_alloc[i], b->out_alloc[i] + KV_GUARD_BYTES + tensor_bytes(&t->out[i]));
   for (int i = 0; i < t->n_in && !d->out_of_bounds[0]; i++)
     if (kv_fingerprint(b->in[i], tensor_bytes(&t->in[i])) != b->in_sum[i])
       snprintf(d->out_of_bounds, sizeof d->out_of_bounds, "input %s changed during the launches", t->in[i].name);
-  kv_launch_finding(d, launch);
+  kv_launch_finding(d, verification_sum);
 }
 
 /* Time the emulation by this thread's CPU time (a loaded machine's preemption would otherwise
  * be most of a small case's time and differ between ranks): warm-up, then repeat until the
  * median is stable, the time cap is spent, or max_reps; the outputs' checksum after the first
- * and the last launch, then the verification launch on outputs poisoned again (its outputs are the ones judged). */
+ * launch and after every timed one (untimed), then the verification launch on outputs
+ * poisoned again (its outputs are the ones judged). */
 static kv_status time_emulation(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, host_buffers *b,
-                                uint64_t *launch, kv_case_data *d) {
+                                uint64_t *verification_sum, kv_case_data *d) {
   const kv_family *f = c->fp->family;
+  const int max_reps = rs->max_reps > 0 ? rs->max_reps : 1;
+  d->times = KV_MALLOC((size_t)max_reps * sizeof *d->times);
+  d->launch_sums = KV_MALLOC(((size_t)max_reps + 1) * sizeof *d->launch_sums);
+  KV_TRY(CHECK_ALLOC(d->times));
+  KV_TRY(CHECK_ALLOC(d->launch_sums));
   for (int i = 0; i < rs->warmup; i++) {
     KV_TRY(f->emulate(c, b->in, b->out));
-    if (i == 0) launch[0] = outputs_sum(t, b);
+    if (i == 0) d->launch_sums[0] = outputs_sum(t, b);
   }
-  d->times = KV_MALLOC((size_t)rs->max_reps * sizeof *d->times);
-  KV_TRY(CHECK_ALLOC(d->times));
   double spent = 0.0;
   d->n_times = 0;
-  while (d->n_times < rs->max_reps) {
+  while (d->n_times < max_reps) {
     const double t0 = kv_cputime();
     KV_TRY(f->emulate(c, b->in, b->out));
     const double dt = kv_cputime() - t0;
-    if (d->n_times == 0 && rs->warmup == 0) launch[0] = outputs_sum(t, b);
     d->times[d->n_times++] = dt;
+    d->launch_sums[d->n_times] = outputs_sum(t, b);
     spent += dt;
     if (spent >= rs->time_cap) break;
     if (d->n_times >= rs->min_reps && kv_timing_median_rse(d->times, d->n_times) <= rs->rse_target) break;
   }
-  launch[1] = outputs_sum(t, b);
+  if (rs->warmup == 0) d->launch_sums[0] = d->launch_sums[1]; /* the first launch was timed */
   poison(t, b);
   KV_TRY(f->emulate(c, b->in, b->out));
-  launch[2] = outputs_sum(t, b);
+  *verification_sum = outputs_sum(t, b);
   return KV_OK;
 }
 
@@ -263,17 +267,17 @@ static kv_status cpu_run_case(const kv_case *c, const kv_run_settings *rs, kv_ca
   d->res.registers = d->res.smem_bytes = d->res.local_bytes = d->res.occupancy = -1;
   host_buffers b;
   memset(&b, 0, sizeof b);
-  uint64_t launch[KV_LAUNCH_SUMS] = {0, 0, 0};
+  uint64_t verification_sum = 0;
   double mark = kv_wtime();
   kv_status st = buffers_make(c, rs, &t, &b);
   if (st == KV_OK) kv_input_finding(d, c, rs, &t, (const void *const *)b.in);
   d->phases.setup = kv_lap(&mark);
-  if (st == KV_OK) st = time_emulation(c, rs, &t, &b, launch, d);
+  if (st == KV_OK) st = time_emulation(c, rs, &t, &b, &verification_sum, d);
   d->phases.timing = kv_lap(&mark);
-  if (st == KV_OK) check_buffers(&t, &b, launch, d);
+  if (st == KV_OK) check_buffers(&t, &b, verification_sum, d);
   if (st == KV_OK) st = copy_out(&b, &t, 0, &d->out);
   if (st == KV_OK && t.n_out > 1) st = copy_out(&b, &t, 1, (void **)&d->aux);
-  if (st == KV_OK) kv_checksum_finding(d, &t, launch[KV_LAUNCH_SUMS - 1]);
+  if (st == KV_OK) kv_checksum_finding(d, &t, verification_sum);
   d->phases.checks = kv_lap(&mark);
   if (st == KV_OK) st = cpu_reference(c, &cost, rs, (const void *const *)b.in, t.n_out > 1, d);
   d->out_count = t.out[0].count;

@@ -92,14 +92,14 @@ static double pass_estimate(double bytes) { return bytes / (rate_or(ctx.copy_gbp
 
 static size_t tensor_bytes(const kv_tensor_spec *t) { return t->count * kv_dtype_size(t->dtype); }
 
-/* The harness's probe: the outputs' checksum into a launch slot. */
+/* The harness's probe: the outputs' checksum into a device word. */
 typedef struct {
   const kv_tensors *t;
-  kv_cuda_buffers *b;
+  const kv_cuda_buffers *b;
 } probe_arg;
-static kv_status probe(void *arg, int slot) {
+static kv_status probe(void *arg, unsigned long long *d_sum) {
   const probe_arg *p = arg;
-  return kv_cuda_buffers_sum_outputs(&ctx, p->t, p->b, slot);
+  return kv_cuda_buffers_sum_outputs(&ctx, p->t, p->b, d_sum);
 }
 
 /* What is launched and timed: the family's launch of its prepared problem, or a bench
@@ -111,11 +111,11 @@ typedef struct {
 } launchable;
 
 /* The verification launch, whose outputs are downloaded and judged: outputs poisoned again,
- * one launch, its checksum into the last slot. */
+ * one launch, its checksum into the verification slot. */
 static kv_status verification_launch(const launchable *l, const kv_tensors *t, kv_cuda_buffers *b, double deadline) {
   KV_TRY(kv_cuda_buffers_poison(&ctx, t, b));
   KV_TRY(l->launch(l->kernel, ctx.stream));
-  KV_TRY(kv_cuda_buffers_sum_outputs(&ctx, t, b, KV_LAUNCH_SUMS - 1));
+  KV_TRY(kv_cuda_buffers_sum_outputs(&ctx, t, b, kv_cuda_buffers_verification_slot(b)));
   return kv_cuda_wait(&ctx, deadline, "the verification launch");
 }
 

@@ -40,8 +40,8 @@ kv_status kv_cuda_wait(const kv_cuda_ctx *ctx, double deadline, const char *what
 /* Device buffers of one case (buffers.c); every pointer NULL until allocated. Each output
  * tensor sits between two guard bands (backend.h). The device words `sums` hold the
  * checksums: inputs after generation [0, n_in), inputs after the launches
- * [KV_MAX_TENSORS, +n_in), and the outputs of the first, the last timed and the verification
- * launch [2 KV_MAX_TENSORS, +KV_LAUNCH_SUMS). */
+ * [KV_MAX_TENSORS, +n_in), and the outputs of the verification launch [2 KV_MAX_TENSORS]
+ * (the timed launches' are the harness's, kv_cuda_time_case). */
 typedef struct {
   void *in[KV_MAX_TENSORS], *out[KV_MAX_TENSORS], *out_alloc[KV_MAX_TENSORS];
   double *ref, *mag, *aux_ref, *aux_mag;
@@ -58,12 +58,15 @@ kv_status kv_cuda_buffers_fill(const kv_cuda_ctx *ctx, const kv_case *c, const k
                                const kv_tensors *t, kv_cuda_buffers *b);
 /* Poison the outputs again (before the verification launch). */
 kv_status kv_cuda_buffers_poison(const kv_cuda_ctx *ctx, const kv_tensors *t, kv_cuda_buffers *b);
-/* Enqueue the checksum of all outputs into launch slot `slot` (0 .. KV_LAUNCH_SUMS - 1). */
-kv_status kv_cuda_buffers_sum_outputs(const kv_cuda_ctx *ctx, const kv_tensors *t, kv_cuda_buffers *b, int slot);
+/* Enqueue the checksum of all outputs (output i with salt i) added into the device word d_sum. */
+kv_status kv_cuda_buffers_sum_outputs(const kv_cuda_ctx *ctx, const kv_tensors *t, const kv_cuda_buffers *b,
+                                      unsigned long long *d_sum);
+/* The device word of the verification launch's checksum (zeroed by kv_cuda_buffers_fill). */
+unsigned long long *kv_cuda_buffers_verification_slot(const kv_cuda_buffers *b);
 /* After the launches: the guard bands, the inputs' checksums against the first ones and the
- * launch checksums against each other; what differs goes into d->out_of_bounds and
- * d->nondeterministic (names the tensor and byte offset, or the launches); d->n_times names
- * the last timed repetition. Keeps the verification launch's sum in b->verification_sum (for
+ * launch checksums (d->launch_sums and the verification launch's) against each other; what
+ * differs goes into d->out_of_bounds and d->nondeterministic (names the tensor and byte offset,
+ * or the launches). Keeps the verification launch's sum in b->verification_sum (for
  * kv_checksum_finding once the outputs are on the host). */
 kv_status kv_cuda_buffers_check(const kv_cuda_ctx *ctx, const kv_tensors *t, kv_cuda_buffers *b, double deadline,
                                 kv_case_data *d);
@@ -94,13 +97,14 @@ kv_status kv_cuda_ceilings(cudaStream_t s, kv_rank_info *info);
  * CUDA events around each launch, L2 flushed between repetitions unless rs->l2_flush is 0),
  * until the relative standard error of the median reaches rs->rse_target (after
  * rs->min_reps), rs->max_reps, or rs->time_cap seconds of wall time; every wait under the
- * watchdog's `deadline`; probe(probe_arg, 0) after the first launch and probe(probe_arg, 1)
- * after the last timed repetition (outside the timed region); fills d->times, d->n_times and
- * the telemetry. */
+ * watchdog's `deadline`; probe(probe_arg, d_sum) after the first launch and after every timed
+ * repetition (outside the timed region) adds the outputs' checksum into a device word of its
+ * own; fills d->times, d->n_times, d->launch_sums (those checksums, downloaded once after the
+ * loop) and the telemetry. */
 /* One launch of a prepared problem on `stream` (a family's kv_cuda_family.launch, or a bench
  * launch override's, device.h). */
 typedef kv_status (*kv_cuda_launch_fn)(const void *problem, void *stream);
-typedef kv_status (*kv_launch_probe)(void *arg, int slot);
+typedef kv_status (*kv_launch_probe)(void *arg, unsigned long long *d_sum);
 kv_status kv_cuda_time_case(const kv_cuda_ctx *ctx, kv_cuda_launch_fn launch, const void *problem,
                             const kv_run_settings *rs, double deadline, kv_launch_probe probe, void *probe_arg,
                             kv_case_data *d);
