@@ -54,7 +54,9 @@ wait_for() {
 started() { grep -q "cases on 2 ranks" "$1"; }
 # Rank 0 names rank 1 from its reports (rank 1 stopped in a case) or, when it is itself stuck
 # in a collective write rank 1 never joins, from its watchdog (rank 1 is the one not done).
-NAMED='(rank 1 \(host [^,]*, device [^)]*\) has not reported progress for [0-9]+ s: it is still in|rank 0 has waited [0-9]+ s inside a step every rank takes together.* it is rank 1 \(host )'
+# The device is the CPU's model name on the cpu backend, which may hold parentheses
+# ("Intel(R) Xeon(R) Processor").
+NAMED='(rank 1 \(host [^,]*, device .*\) has not reported progress for [0-9]+ s: it is still in|rank 0 has waited [0-9]+ s inside a step every rank takes together.* it is rank 1 \(host )'
 warned() { grep -Eq "warning: $NAMED" "$1"; }
 
 for mode in wait abort; do
