@@ -25,6 +25,7 @@
 #include "run/calibrate.h"
 #include "run/fleet.h"
 #include "run/runner.h"
+#include "run/selftest.h"
 
 #define ERRLEN 2048
 
@@ -179,6 +180,21 @@ static int exit_code(const kv_run_summary *s, const kv_plan *plan, int rank, int
 }
 
 /* The open output while rank 0 waits for the other ranks (kv_progress_begin). */
+/* The checker's known answers on every rank (the same on each: no collective needed); a wrong
+ * one ends the job before anything runs or is written. */
+static int self_test(const kv_plan *plan, const kv_options *opt, int rank) {
+  char what[512];
+  const int passed = kv_selftest(&plan->run, what, sizeof what);
+  if (passed < 0) {
+    if (rank == 0)
+      fprintf(stderr, "kval: the self-test of the checker failed: %s; a run could not be trusted, nothing was run\n",
+              what);
+    return KV_EXIT_RUNTIME;
+  }
+  if (rank == 0 && opt->verbose) fprintf(stderr, "kval: self-test of the checker: %d known answers right\n", passed);
+  return KV_EXIT_PASS;
+}
+
 static kv_output *waiting_output;
 static void write_arrived_rows(void) {
   if (waiting_output && kv_output_poll(waiting_output) != KV_OK)
@@ -322,6 +338,7 @@ int kv_app_run(int argc, char **argv) {
     code = st == KV_OK ? KV_EXIT_PASS : st == KV_REFUSED ? KV_EXIT_USAGE : KV_EXIT_RUNTIME;
   }
   if (MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) KV_FATAL("MPI_Bcast failed");
+  if (code == KV_EXIT_PASS) code = self_test(&plan, &opt, rank);
   if (code == KV_EXIT_PASS && opt.dry_run) {
     if (rank == 0) {
       kv_estimate_scale scale;

@@ -68,6 +68,9 @@ typedef struct {
   size_t n_cases;
 } kv_plan;
 
+/* The [run] settings of a deck without a [run] section. */
+void kv_plan_run_defaults(kv_run_settings *rs);
+
 /* Build the plan from a parsed deck. `only` is a comma-separated family list or NULL;
  * `seed_override` replaces [run] seed when nonzero-flagged. Errors name file:line:col. */
 int kv_plan_build(const kv_deck *d, const char *only, const char *backend, kv_mode mode,

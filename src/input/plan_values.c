@@ -73,6 +73,8 @@ static const kv_run_settings run_defaults = {
     .l2_flush = 1, .cpu_ref_budget = 2e9, .sample_rows = 64, .flush_interval = 2.0, .stall_timeout = 30.0,
     .watchdog = 60.0, .bias_limit = 0.1};
 
+void kv_plan_run_defaults(kv_run_settings *rs) { *rs = run_defaults; }
+
 int kv_plan_one_value(const kv_deck_entry *en, const char *expected, char *err, size_t errlen) {
   if (en->n_values == 1) return 0;
   return kv_plan_err(err, errlen, en->file, en->values[1].line, en->values[1].col, en->values[1].text, expected,

@@ -4,7 +4,8 @@
 # source tree, rebuilds src/kval incrementally, runs kval on a deck and records whether kval
 # flagged it. Killed: kval reported a case with a failing status (fail_tolerance,
 # fail_nonfinite, fail_nondeterministic, fail_out_of_bounds, fail_bias, fail_timing) or error
-# (a hang counts only when kval's watchdog names it: exit 3 with "timeout"). A mutant that does
+# (a hang counts only when kval's watchdog names it: exit 3 with "timeout"), or kval's self-test
+# of its checker failed before any case (exit 3, src/run/selftest.c). A mutant that does
 # not build, or makes kval exit 2 (input refused), is broken, not killed; one whose `from` text
 # does not occur exactly once is stale and stops the script before anything is built.
 #
@@ -157,6 +158,8 @@ run_kval() {
     fi
   elif [ "$rc" = 3 ] && grep -q 'timeout' "$logf"; then
     check=error:timeout
+  elif [ "$rc" = 3 ] && grep -q 'the self-test of the checker failed' "$logf"; then
+    check=error:self-test
   elif [ "$stopped" = 1 ] && [ "$cut" = 1 ]; then
     check=cut
   elif [ "$stopped" = 1 ]; then

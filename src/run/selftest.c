@@ -1,0 +1,222 @@
+/* selftest.c - kval checks its own checker before it trusts it (selftest.h): known answers of
+ * the code that turns a backend's measurements into a verdict, on synthetic data of a
+ * stand-in family (fp16 storage, fp32 accumulation, reduction length 64, 64 rows of 64):
+ *   outputs rounded to nearest          pass, at most half an ulp, every element compared;
+ *   one output 3 ulps off at 1.25       fail_tolerance at that element with the bound ratio of
+ *                                       docs/NUMERICS.md's defaults (c1 = c2 = 2), pinned;
+ *   one output NaN                      fail_nonfinite, one NaN counted;
+ *   every output truncated toward zero  fail_bias (inside the bound on every element);
+ *   one auxiliary row 50 bounds off     fail_tolerance of the auxiliary output;
+ *   a rate twice the ceiling            fail_timing;
+ *   a guard band byte, one timed repetition's checksum, the recomputed checksum, one input
+ *   element, the GPU-vs-CPU reference disagreement (finite and infinite): each its status;
+ *   the fingerprint of "abc" (XXH64's published value) and a launch checksum, pinned.
+ * A checker that would pass a wrong kernel (a looser bound, a bias or timing verdict switched
+ * off, a finding ignored) fails here, in every run, before any case. */
+#include "run/selftest.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "families/kit.h"
+#include "numerics/checksum.h"
+#include "numerics/fingerprint.h"
+#include "run/judge.h"
+
+#define ROWS 64
+#define LEN 64
+#define N (ROWS * LEN)
+#define PLANT 1000                         /* the element the tolerance and NaN answers plant in */
+#define RATIO_3ULP 2.3975415833373983      /* 3 fp16 ulps at 1.25 over the default bound (K = 64) */
+#define CHECKSUM_PATTERN 0x002b3e58b9910666ULL /* kv_checksum_bytes of the 1001-byte pattern, salt 0 */
+
+static int always(const kv_case *c) {
+  (void)c;
+  return 1;
+}
+static const kv_family stand_in = {.name = "selftest", .summary = "kval's self-test", .unbiased = always};
+
+typedef struct {
+  kv_family_plan fp;
+  kv_case c;
+  kv_cost cost;
+  kv_run_settings rs;
+  kv_rank_info info;
+  kv_tensors t;
+  double ref[N], mag[N], aux_ref[ROWS], aux_mag[ROWS], times[5];
+  uint16_t out[N], in[N];
+  float aux[ROWS];
+  uint64_t sums[6];
+  kv_case_data d;
+  kv_result r;
+} bench;
+
+/* The clean case: outputs and auxiliary output rounded to nearest from their references. */
+static void reset(bench *b) {
+  kv_case_data *d = &b->d;
+  memset(d, 0, sizeof *d);
+  for (size_t i = 0; i < N; i++) kv_store(b->out, i, KV_FP16, b->ref[i]);
+  for (size_t i = 0; i < ROWS; i++) b->aux[i] = (float)b->aux_ref[i];
+  for (int i = 0; i < 5; i++) b->times[i] = 2e-2; /* half the ceiling */
+  for (int i = 0; i < 6; i++) b->sums[i] = 42;
+  d->out = b->out, d->out_count = N, d->out_type = KV_FP16;
+  d->aux = b->aux, d->aux_count = ROWS;
+  d->n_rows = ROWS, d->row_len = LEN;
+  d->ref = b->ref, d->mag = b->mag, d->aux_ref = b->aux_ref, d->aux_mag = b->aux_mag;
+  d->times = b->times, d->n_times = 5, d->launch_sums = b->sums;
+  d->ref_xcheck = 0.0;
+}
+
+static void setup(bench *b, const kv_run_settings *run) {
+  memset(b, 0, sizeof *b);
+  b->fp.family = &stand_in;
+  b->c.fp = &b->fp;
+  b->c.prec = (kv_precision){KV_FP16, KV_FP32};
+  b->c.key = 7;
+  b->cost = (kv_cost){.flops = 1e12, .bytes = 1e9, .red_len = LEN, .rows = ROWS, .row_len = LEN};
+  kv_plan_run_defaults(&b->rs);
+  b->rs.seed = run->seed;
+  b->info.copy_gbps = 1000.0; /* with 100 TFLOP/s: a ceiling of 1e14 FLOP/s for this intensity */
+  b->info.matrix_tflops = 100.0;
+  const uint64_t key = kv_stream_key(3, 5, 0);
+  for (size_t i = 0; i < N; i++) {
+    b->ref[i] = kv_gen_value(key, i, KV_DIST_NORMAL, 1.0, 0.0);
+    b->mag[i] = fabs(b->ref[i]);
+  }
+  b->ref[PLANT] = b->mag[PLANT] = 1.25;
+  for (size_t i = 0; i < ROWS; i++) {
+    b->aux_ref[i] = 5.0 + kv_gen_value(key, N + i, KV_DIST_UNIFORM, 1.0, 0.0);
+    b->aux_mag[i] = 1e-6;
+  }
+  b->t.n_in = 1;
+  b->t.n_out = 2;
+  kv_spec_in(&b->t.in[0], "x", KV_FP16, N, KV_DIST_NORMAL, 1.0, 0.0);
+  kv_spec_out(&b->t.out[0], "y", KV_FP16, N);
+  kv_spec_out(&b->t.out[1], "lse", KV_FP32, ROWS);
+  kv_generate_host(&b->t.in[0], kv_stream_key(b->rs.seed, b->c.key, 0), b->in);
+  reset(b);
+}
+
+/* The verdict of the bench's current data; 1 when it is `want` (and, given, the message holds `words`). */
+static int verdict(bench *b, int want, const char *words) {
+  kv_result_init(&b->r, 0, 0, 0);
+  if (kv_judge_case(&b->c, &b->cost, &b->rs, &b->info, &b->d, &b->r) != KV_OK) return 0;
+  return b->r.status == want && (!words || strstr(b->r.message, words));
+}
+
+typedef struct {
+  char *what;
+  size_t len;
+  int passed;
+} tally;
+
+static int answer(tally *t, int ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int answer(tally *t, int ok, const char *fmt, ...) {
+  if (ok) return ++t->passed, 1;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(t->what, t->len, fmt, ap);
+  va_end(ap);
+  return 0;
+}
+
+static int verdicts(bench *b, tally *t) {
+  const kv_errstats *s = &b->r.stats;
+  if (!answer(t, verdict(b, KV_PASS, NULL) && s->max_ulp <= 0.5 && s->n_checked == N && s->n_nan == 0,
+              "outputs rounded to nearest: status %d, max_ulp %g, %lld compared (expected pass, <= 0.5, %d)",
+              b->r.status, s->max_ulp, (long long)s->n_checked, N))
+    return 0;
+  kv_store(b->out, PLANT, KV_FP16, 1.25 + 3.0 / 1024.0);
+  if (!answer(t, verdict(b, KV_FAIL_TOLERANCE, NULL) && s->worst_index == PLANT &&
+                     fabs(s->max_bound_ratio / RATIO_3ULP - 1.0) < 1e-9,
+              "an output 3 ulps off: status %d, ratio %.17g at %lld (expected fail_tolerance, %.17g at %d)",
+              b->r.status, s->max_bound_ratio, (long long)s->worst_index, RATIO_3ULP, PLANT))
+    return 0;
+  kv_store(b->out, PLANT, KV_FP16, NAN);
+  if (!answer(t, verdict(b, KV_FAIL_NONFINITE, NULL) && s->n_nan == 1,
+              "an output NaN: status %d, %lld NaN (expected fail_nonfinite, 1)", b->r.status, (long long)s->n_nan))
+    return 0;
+  reset(b);
+  for (size_t i = 0; i < N; i++)
+    if (fabs(kv_load(b->out, i, KV_FP16)) > fabs(b->ref[i])) b->out[i]--; /* one ulp toward zero */
+  if (!answer(t, verdict(b, KV_FAIL_BIAS, NULL), "outputs truncated: status %d, bias %.3g ulp toward zero "
+              "(expected fail_bias)", b->r.status, s->bias_mag_ulp))
+    return 0;
+  reset(b);
+  b->aux[5] = (float)(b->aux_ref[5] + 1e-4);
+  if (!answer(t, verdict(b, KV_FAIL_TOLERANCE, "auxiliary"), "an auxiliary row 50 bounds off: status %d (%s)",
+              b->r.status, b->r.message))
+    return 0;
+  reset(b);
+  for (int i = 0; i < 5; i++) b->times[i] = 5e-3;
+  return answer(t, verdict(b, KV_FAIL_TIMING, NULL), "a rate twice the ceiling: status %d, %.3g x the ceiling",
+                b->r.status, b->r.roofline_frac);
+}
+
+static int findings(bench *b, tally *t) {
+  unsigned char band[2][KV_GUARD_BYTES];
+  memset(band, KV_GUARD_BYTE, sizeof band);
+  band[1][7] = 0;
+  reset(b);
+  kv_guard_finding(&b->d, "y", band[0], band[1]);
+  if (!answer(t, verdict(b, KV_FAIL_OUT_OF_BOUNDS, "+7"), "a guard band byte: status %d (%s)", b->r.status,
+              b->r.message))
+    return 0;
+  reset(b);
+  b->sums[3] = 43;
+  kv_launch_finding(&b->d, 42);
+  if (!answer(t, verdict(b, KV_FAIL_NONDETERMINISTIC, "repetition 3"), "a timed repetition's checksum: status %d (%s)",
+              b->r.status, b->r.message))
+    return 0;
+  reset(b);
+  kv_checksum_finding(&b->d, &b->t, 42);
+  if (!answer(t, verdict(b, KV_ERROR, "launch checksum"), "a checksum the host does not recompute: status %d (%s)",
+              b->r.status, b->r.message))
+    return 0;
+  reset(b);
+  const void *in[1] = {b->in};
+  kv_input_finding(&b->d, &b->c, &b->rs, &b->t, in);
+  const int clean = !b->d.harness[0];
+  b->in[N - 1] ^= 1;
+  kv_input_finding(&b->d, &b->c, &b->rs, &b->t, in);
+  b->in[N - 1] ^= 1;
+  if (!answer(t, clean && verdict(b, KV_ERROR, "input x: element 4095"), "an input element: status %d (%s)",
+              b->r.status, b->r.message))
+    return 0;
+  const double xcheck[3] = {1e-6, INFINITY, NAN};
+  const int want[3] = {KV_ERROR, KV_ERROR, KV_PASS};
+  for (int k = 0; k < 3; k++) {
+    reset(b);
+    b->d.ref_xcheck = xcheck[k];
+    if (!answer(t, verdict(b, want[k], NULL), "a reference disagreement of %g: status %d (expected %d)", xcheck[k],
+                b->r.status, want[k]))
+      return 0;
+  }
+  return 1;
+}
+
+static int hashes(tally *t) {
+  unsigned char pattern[1001];
+  for (int i = 0; i < 1001; i++) pattern[i] = (unsigned char)(i * 53 + 7);
+  const uint64_t fp = kv_fingerprint("abc", 3), sum = kv_checksum_bytes(pattern, sizeof pattern, 0);
+  return answer(t, fp == 0x44BC2CF5AD770999ULL, "the fingerprint of \"abc\" is %016llx, XXH64's is 44bc2cf5ad770999",
+                (unsigned long long)fp) &&
+         answer(t, sum == CHECKSUM_PATTERN, "the launch checksum of the pattern is %016llx, not %016llx",
+                (unsigned long long)sum, CHECKSUM_PATTERN);
+}
+
+int kv_selftest(const kv_run_settings *run, char *what, size_t len) {
+  bench *b = KV_MALLOC(sizeof *b);
+  if (!b) {
+    snprintf(what, len, "out of memory");
+    return -1;
+  }
+  tally t = {what, len, 0};
+  setup(b, run);
+  const int ok = verdicts(b, &t) && findings(b, &t) && hashes(&t);
+  free(b);
+  return ok ? t.passed : -1;
+}
