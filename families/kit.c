@@ -1,6 +1,6 @@
 /* kit.c - what the families share on the host: tensor specs, host input generation (the CPU
- * twin of kv_cuda_generate) and its check of generated buffers, bulk widening of storage buffers, the row-list check of the
- * references, and the tag lists of kernel paths. */
+ * twin of kv_cuda_generate) and its check of generated buffers, bulk widening of storage
+ * buffers, the row-list check of the references, and the tag lists of kernel paths. */
 #include "families/kit.h"
 
 #include <stdarg.h>

@@ -6,10 +6,11 @@
  * the family's launch (or, for the bench harness, a launch override on the family's prepared
  * problem: kv_cuda_run_case_with), a
  * verification launch on outputs poisoned again, the checks of guard bands, inputs and launch
- * checksums, the outputs copied back (and their checksum recomputed on the host), the GPU fp64 reference over the whole output, the error
- * statistics on the device (errstats.cu; the whole reference comes to the host only when the
- * runner asks for host statistics), the cross-checks of the reference and of the statistics
- * on sampled rows (xcheck.c), and --inject sticky / hang as real device faults (fault.cu).
+ * checksums, the outputs copied back (and their checksum recomputed on the host), the GPU fp64
+ * reference over the whole output, the error statistics on the device (errstats.cu; the whole
+ * reference comes to the host only when the runner asks for host statistics), the
+ * cross-checks of the reference and of the statistics on sampled rows (xcheck.c), and --inject
+ * sticky / hang as real device faults (fault.cu).
  * Every wait for the device is under the watchdog (watchdog.c). */
 #include <math.h>
 #include <stdarg.h>
