@@ -6,6 +6,9 @@
  *                                       docs/NUMERICS.md's defaults (c1 = c2 = 2), pinned;
  *   one output NaN                      fail_nonfinite, one NaN counted;
  *   every output truncated toward zero  fail_bias (inside the bound on every element);
+ *   outputs equal to the emulation of a reduced accumulator but 6 % off the reference:
+ *                                       inaccurate; one of them an ulp off the emulation:
+ *                                       fail_tolerance, not the model;
  *   one auxiliary row 50 bounds off     fail_tolerance of the auxiliary output;
  *   a rate twice the ceiling            fail_timing;
  *   a guard band byte, one timed repetition's checksum, the recomputed checksum, one input
@@ -38,6 +41,23 @@ static int always(const kv_case *c) {
   return 1;
 }
 static const kv_family stand_in = {.name = "selftest", .summary = "kval's self-test", .unbiased = always};
+
+/* A stand-in of a reduced accumulator whose kernel must equal its emulation bit for bit:
+ * y = x * 17 / 16, one output. */
+static void reduced_tensors(const kv_case *c, kv_tensors *t) {
+  (void)c;
+  memset(t, 0, sizeof *t);
+  t->n_in = t->n_out = 1;
+  kv_spec_in(&t->in[0], "x", KV_FP16, N, KV_DIST_NORMAL, 1.0, 0.0);
+  kv_spec_out(&t->out[0], "y", KV_FP16, N);
+}
+static kv_status reduced_emulate(const kv_case *c, void *const *in, void *const *out) {
+  (void)c;
+  for (size_t i = 0; i < N; i++) kv_store(out[0], i, KV_FP16, kv_load(in[0], i, KV_FP16) * 1.0625);
+  return KV_OK;
+}
+static const kv_family reduced = {.name = "selftest-reduced", .summary = "kval's self-test, conformance",
+                                  .tensors = reduced_tensors, .emulate = reduced_emulate, .emulation_exact = always};
 
 typedef struct {
   kv_family_plan fp;
@@ -100,12 +120,14 @@ static void setup(bench *b, const kv_run_settings *run) {
   reset(b);
 }
 
-/* The verdict of the bench's current data; 1 when it is `want` (and, given, the message holds `words`). */
-static int verdict(bench *b, int want, const char *words) {
+/* The verdict of the bench's current data for case c; 1 when it is `want` (and, given, the
+ * message holds `words`). */
+static int verdict_of(bench *b, const kv_case *c, int want, const char *words) {
   kv_result_init(&b->r, 0, 0, 0);
-  if (kv_judge_case(&b->c, &b->cost, &b->rs, &b->info, &b->d, &b->r) != KV_OK) return 0;
+  if (kv_judge_case(c, &b->cost, &b->rs, &b->info, &b->d, &b->r) != KV_OK) return 0;
   return b->r.status == want && (!words || strstr(b->r.message, words));
 }
+static int verdict(bench *b, int want, const char *words) { return verdict_of(b, &b->c, want, words); }
 
 typedef struct {
   char *what;
@@ -198,6 +220,29 @@ static int findings(bench *b, tally *t) {
   return 1;
 }
 
+/* Outputs equal to the emulation but far from the reference: inaccurate (a finding); one
+ * element one ulp off the emulation: the failure stays, "not the model". Changes the bench's
+ * reference: the last answers on it. */
+static int conformance(bench *b, tally *t) {
+  kv_family_plan fp = {.family = &reduced};
+  kv_case c = b->c;
+  c.fp = &fp;
+  c.prec = (kv_precision){KV_FP16, KV_FP16};
+  reset(b);
+  b->d.aux = NULL;
+  void *in[1] = {b->in}, *out[1] = {b->out};
+  reduced_emulate(&c, in, out);
+  for (size_t i = 0; i < N; i++) b->mag[i] = fabs(b->ref[i] = kv_load(b->in, i, KV_FP16));
+  if (!answer(t, verdict_of(b, &c, KV_INACCURATE, "equals the emulation"),
+              "outputs equal to the emulation, 6 %% off the reference: status %d (%s), expected inaccurate",
+              b->r.status, b->r.message))
+    return 0;
+  b->out[77] ^= 1;
+  return answer(t, verdict_of(b, &c, KV_FAIL_TOLERANCE, "not the model: 1 elements differ"),
+                "one output an ulp off the emulation: status %d (%s), expected fail_tolerance, not the model",
+                b->r.status, b->r.message);
+}
+
 static int hashes(tally *t) {
   unsigned char pattern[1001];
   for (int i = 0; i < 1001; i++) pattern[i] = (unsigned char)(i * 53 + 7);
@@ -216,7 +261,7 @@ int kv_selftest(const kv_run_settings *run, char *what, size_t len) {
   }
   tally t = {what, len, 0};
   setup(b, run);
-  const int ok = verdicts(b, &t) && findings(b, &t) && hashes(&t);
+  const int ok = verdicts(b, &t) && findings(b, &t) && conformance(b, &t) && hashes(&t);
   free(b);
   return ok ? t.passed : -1;
 }
