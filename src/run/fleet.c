@@ -65,6 +65,11 @@ static group_result compare_group(const int *members, int m, const signed char *
   return g;
 }
 
+int kv_fleet_compare_case(const int *members, int m, const signed char *status, const uint64_t *fingerprint,
+                          size_t n_cases, size_t ci, unsigned char *agrees) {
+  return compare_group(members, m, status, fingerprint, n_cases, ci, agrees).distinct;
+}
+
 /* --verbose: one line per disagreeing (rank, case). */
 static void print_detail(const kv_case *c, int r, const kv_rank_info *info, uint64_t fp, const group_result *g) {
   char what[512];

@@ -22,6 +22,14 @@ long kv_fleet_compare(const kv_plan *p, const signed char *status, const uint64_
 
 void kv_fleet_free(kv_fp_case *cases, size_t n);
 
+/* The comparison of one case ci among the ranks members[0..m) of one device model (status and
+ * fingerprint indexed rank * n_cases + case): agrees[rank] = 1 when the rank's fingerprint is
+ * the majority's, 0 when it differs or the most common fingerprint is tied (two GPUs that
+ * disagree: both are named), 2 when the rank produced no output. Returns the number of distinct
+ * fingerprints. kv_fleet_compare makes it for every case; the self-test checks it. */
+int kv_fleet_compare_case(const int *members, int m, const signed char *status, const uint64_t *fingerprint,
+                          size_t n_cases, size_t ci, unsigned char *agrees);
+
 /* --verbose: kv_fleet_compare also prints one line per disagreeing rank and case. */
 void kv_fleet_set_verbose(int verbose);
 

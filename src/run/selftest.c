@@ -13,6 +13,8 @@
  *   a rate twice the ceiling            fail_timing;
  *   a guard band byte, one timed repetition's checksum, the recomputed checksum, one input
  *   element, the GPU-vs-CPU reference disagreement (finite and infinite): each its status;
+ *   the fleet comparison of one case: A A B names the third rank, A B (a tie) both, a rank in
+ *   error none;
  *   the fingerprint of "abc" (XXH64's published value) and a launch checksum, pinned.
  * A checker that would pass a wrong kernel (a looser bound, a bias or timing verdict switched
  * off, a finding ignored) fails here, in every run, before any case. */
@@ -27,6 +29,7 @@
 #include "families/kit.h"
 #include "numerics/checksum.h"
 #include "numerics/fingerprint.h"
+#include "run/fleet.h"
 #include "run/judge.h"
 
 #define ROWS 64
@@ -243,6 +246,29 @@ static int conformance(bench *b, tally *t) {
                 b->r.status, b->r.message);
 }
 
+/* The fleet comparison of one case: three ranks A A B (the third named, two distinct), two
+ * ranks A B (a tie: both named), three ranks A A A with the third in error (no output). */
+static int fleet(tally *t) {
+  const int members[3] = {0, 1, 2};
+  const signed char pass3[3] = {KV_PASS, KV_PASS, KV_PASS}, error3[3] = {KV_PASS, KV_FAIL_TOLERANCE, KV_ERROR};
+  const uint64_t aab[3] = {7, 7, 9}, aaa[3] = {7, 7, 7};
+  unsigned char agrees[3];
+  int distinct = kv_fleet_compare_case(members, 3, pass3, aab, 1, 0, agrees);
+  if (!answer(t, distinct == 2 && agrees[0] == 1 && agrees[1] == 1 && agrees[2] == 0,
+              "fingerprints A A B: %d distinct, agrees %d %d %d (expected 2, 1 1 0)", distinct, agrees[0], agrees[1],
+              agrees[2]))
+    return 0;
+  distinct = kv_fleet_compare_case(members, 2, pass3, aab + 1, 1, 0, agrees);
+  if (!answer(t, distinct == 2 && agrees[0] == 0 && agrees[1] == 0,
+              "fingerprints A B: %d distinct, agrees %d %d (expected 2, 0 0: no majority)", distinct, agrees[0],
+              agrees[1]))
+    return 0;
+  distinct = kv_fleet_compare_case(members, 3, error3, aaa, 1, 0, agrees);
+  return answer(t, distinct == 1 && agrees[0] == 1 && agrees[1] == 1 && agrees[2] == 2,
+                "fingerprints A A and an error: %d distinct, agrees %d %d %d (expected 1, 1 1 2)", distinct, agrees[0],
+                agrees[1], agrees[2]);
+}
+
 static int hashes(tally *t) {
   unsigned char pattern[1001];
   for (int i = 0; i < 1001; i++) pattern[i] = (unsigned char)(i * 53 + 7);
@@ -261,7 +287,7 @@ int kv_selftest(const kv_run_settings *run, char *what, size_t len) {
   }
   tally t = {what, len, 0};
   setup(b, run);
-  const int ok = verdicts(b, &t) && findings(b, &t) && conformance(b, &t) && hashes(&t);
+  const int ok = verdicts(b, &t) && findings(b, &t) && conformance(b, &t) && fleet(&t) && hashes(&t);
   free(b);
   return ok ? t.passed : -1;
 }
