@@ -10,6 +10,7 @@
  *                                       inaccurate; one of them an ulp off the emulation:
  *                                       fail_tolerance, not the model;
  *   one auxiliary row 50 bounds off     fail_tolerance of the auxiliary output;
+ *   a reference of three sampled rows   pass; 3 ulps off in one of them: found at its index;
  *   a rate twice the ceiling            fail_timing;
  *   a guard band byte, one timed repetition's checksum, the recomputed checksum, one input
  *   element, the GPU-vs-CPU reference disagreement (finite and infinite): each its status;
@@ -181,6 +182,32 @@ static int verdicts(bench *b, tally *t) {
                 b->r.status, b->r.roofline_frac);
 }
 
+/* A reference of sampled rows (the cpu backend's large cases): rows 3, 10 and the last, packed;
+ * an output 3 ulps off in the last row is found at its own index. */
+static int sampled(bench *b, tally *t) {
+  size_t rows[3] = {3, 10, ROWS - 1};
+  double ref[3 * LEN], mag[3 * LEN], aux_ref[3], aux_mag[3];
+  reset(b);
+  for (size_t r = 0; r < 3; r++) {
+    memcpy(ref + r * LEN, b->ref + rows[r] * LEN, LEN * sizeof *ref);
+    memcpy(mag + r * LEN, b->mag + rows[r] * LEN, LEN * sizeof *mag);
+    aux_ref[r] = b->aux_ref[rows[r]], aux_mag[r] = b->aux_mag[rows[r]];
+  }
+  kv_case_data *d = &b->d;
+  d->rows = rows, d->n_rows = 3, d->ref = ref, d->mag = mag, d->aux_ref = aux_ref, d->aux_mag = aux_mag;
+  const kv_errstats *s = &b->r.stats;
+  if (!answer(t, verdict(b, KV_PASS, NULL) && s->n_checked == 3 * LEN,
+              "three sampled rows: status %d, %lld compared (expected pass, %d)", b->r.status, (long long)s->n_checked,
+              3 * LEN))
+    return 0;
+  const size_t e = (ROWS - 1) * LEN + 5;
+  ref[2 * LEN + 5] = mag[2 * LEN + 5] = 1.25;
+  kv_store(b->out, e, KV_FP16, 1.25 + 3.0 / 1024.0);
+  return answer(t, verdict(b, KV_FAIL_TOLERANCE, NULL) && s->worst_index == (int64_t)e,
+                "an output 3 ulps off in a sampled row: status %d at %lld (expected fail_tolerance at %zu)", b->r.status,
+                (long long)s->worst_index, e);
+}
+
 static int findings(bench *b, tally *t) {
   unsigned char band[2][KV_GUARD_BYTES];
   memset(band, KV_GUARD_BYTE, sizeof band);
@@ -287,7 +314,7 @@ int kv_selftest(const kv_run_settings *run, char *what, size_t len) {
   }
   tally t = {what, len, 0};
   setup(b, run);
-  const int ok = verdicts(b, &t) && findings(b, &t) && conformance(b, &t) && fleet(&t) && hashes(&t);
+  const int ok = verdicts(b, &t) && sampled(b, &t) && findings(b, &t) && conformance(b, &t) && fleet(&t) && hashes(&t);
   free(b);
   return ok ? t.passed : -1;
 }
