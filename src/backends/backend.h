@@ -34,6 +34,10 @@ typedef struct {
   double copy_gbps;        /* measured device-to-device copy bandwidth, read + write counted */
   double matrix_tflops;    /* measured dense bf16 matrix rate (NaN on the cpu backend) */
   double fp64_tflops;      /* measured fp64 matrix rate (NaN where not measured) */
+  int cold_timing;         /* 1: the timed launches start from cold caches (the cuda backend flushes
+                            * L2 between repetitions), so a rate above the measured ceilings cannot be
+                            * true (fail_timing); 0: they may run from caches (the cpu backend's
+                            * emulations on small cases), the roofline fraction is recorded only */
   char nvml[KV_STR];       /* "ok" or why NVML telemetry is missing */
 } kv_rank_info;
 

@@ -161,8 +161,8 @@ static void judge_timing(const kv_cost *cost, const kv_run_settings *rs, const k
   double ceiling = r->intensity * info->copy_gbps * 1e9; /* FLOP/s the memory system allows */
   if (isfinite(info->matrix_tflops) && info->matrix_tflops * 1e12 < ceiling) ceiling = info->matrix_tflops * 1e12;
   r->roofline_frac = cost->flops / median / ceiling;
-  /* warm timing may run from caches faster than the copy bandwidth: only L2-cold rates judged */
-  if (rs->l2_flush && isfinite(r->roofline_frac) && r->roofline_frac > KV_ROOFLINE_LIMIT)
+  /* warm timing may run from caches faster than the copy bandwidth: only cold rates judged */
+  if (rs->l2_flush && info->cold_timing && isfinite(r->roofline_frac) && r->roofline_frac > KV_ROOFLINE_LIMIT)
     raise_status(r, KV_FAIL_TIMING, "%.3g x the measured ceiling (limit %.2f): the timing cannot be true",
                  r->roofline_frac, KV_ROOFLINE_LIMIT);
 }
