@@ -3,7 +3,8 @@
  * stand-in family (fp16 storage, fp32 accumulation, reduction length 64, 64 rows of 64):
  *   outputs rounded to nearest          pass, at most half an ulp, every element compared;
  *   one output 3 ulps off at 1.25       fail_tolerance at that element with the bound ratio of
- *                                       docs/NUMERICS.md's defaults (c1 = c2 = 2), pinned;
+ *                                       docs/NUMERICS.md's defaults (c1 = c2 = 2), pinned; the
+ *                                       same two answers for bf16 storage;
  *   one output NaN                      fail_nonfinite, one NaN counted;
  *   every output truncated toward zero  fail_bias (inside the bound on every element);
  *   outputs equal to the emulation of a reduced accumulator but 6 % off the reference:
@@ -38,6 +39,7 @@
 #define N (ROWS * LEN)
 #define PLANT (N - 1) /* the element the tolerance and NaN answers plant in: the last (a loop one short misses it) */
 #define RATIO_3ULP 2.3975415833373983      /* 3 fp16 ulps at 1.25 over the default bound (K = 64) */
+#define RATIO_3ULP_BF16 2.3997070670084217 /* 3 bf16 ulps at 1.25 over the default bound of bf16:fp32 */
 #define CHECKSUM_PATTERN 0x002b3e58b9910666ULL /* kv_checksum_bytes of the 1001-byte pattern, salt 0 */
 
 static int always(const kv_case *c) {
@@ -125,15 +127,6 @@ static void setup(bench *b, const kv_run_settings *run) {
   reset(b);
 }
 
-/* The verdict of the bench's current data for case c; 1 when it is `want` (and, given, the
- * message holds `words`). */
-static int verdict_of(bench *b, const kv_case *c, int want, const char *words) {
-  kv_result_init(&b->r, 0, 0, 0);
-  if (kv_judge_case(c, &b->cost, &b->rs, &b->info, &b->d, &b->r) != KV_OK) return 0;
-  return b->r.status == want && (!words || strstr(b->r.message, words));
-}
-static int verdict(bench *b, int want, const char *words) { return verdict_of(b, &b->c, want, words); }
-
 typedef struct {
   char *what;
   size_t len;
@@ -150,37 +143,65 @@ static int answer(tally *t, int ok, const char *fmt, ...) {
   return 0;
 }
 
+/* The verdict of the bench's current data for case c is `want` (and, given, its message holds
+ * `words`); the answer names what was planted. Its statistics are in b->r for the answers
+ * that follow (an answer's arguments are read only after this call has returned). */
+static int verdict_of(bench *b, tally *t, const kv_case *c, int want, const char *words, const char *planted) {
+  kv_result_init(&b->r, 0, 0, 0);
+  const int ok = kv_judge_case(c, &b->cost, &b->rs, &b->info, &b->d, &b->r) == KV_OK && b->r.status == want &&
+                 (!words || strstr(b->r.message, words));
+  return answer(t, ok, "%s: %s (\"%s\"), expected %s%s%s", planted, kv_status_name(b->r.status), b->r.message,
+                kv_status_name(want), words ? " with " : "", words ? words : "");
+}
+static int verdict(bench *b, tally *t, int want, const char *words, const char *planted) {
+  return verdict_of(b, t, &b->c, want, words, planted);
+}
+
 static int verdicts(bench *b, tally *t) {
   const kv_errstats *s = &b->r.stats;
-  if (!answer(t, verdict(b, KV_PASS, NULL) && s->max_ulp <= 0.5 && s->n_checked == N && s->n_nan == 0,
-              "outputs rounded to nearest: status %d, max_ulp %g, %lld compared (expected pass, <= 0.5, %d)",
-              b->r.status, s->max_ulp, (long long)s->n_checked, N))
+  if (!verdict(b, t, KV_PASS, NULL, "outputs rounded to nearest") ||
+      !answer(t, s->max_ulp <= 0.5 && s->n_checked == N && s->n_nan == 0,
+              "outputs rounded to nearest: max_ulp %g, %lld compared, %lld NaN (expected <= 0.5, %d, 0)", s->max_ulp,
+              (long long)s->n_checked, (long long)s->n_nan, N))
     return 0;
   kv_store(b->out, PLANT, KV_FP16, 1.25 + 3.0 / 1024.0);
-  if (!answer(t, verdict(b, KV_FAIL_TOLERANCE, NULL) && s->worst_index == PLANT &&
-                     fabs(s->max_bound_ratio / RATIO_3ULP - 1.0) < 1e-9,
-              "an output 3 ulps off: status %d, ratio %.17g at %lld (expected fail_tolerance, %.17g at %d)",
-              b->r.status, s->max_bound_ratio, (long long)s->worst_index, RATIO_3ULP, PLANT))
+  if (!verdict(b, t, KV_FAIL_TOLERANCE, NULL, "an output 3 ulps off") ||
+      !answer(t, s->worst_index == PLANT && fabs(s->max_bound_ratio / RATIO_3ULP - 1.0) < 1e-9,
+              "an output 3 ulps off: ratio %.17g at %lld (expected %.17g at %d)", s->max_bound_ratio,
+              (long long)s->worst_index, RATIO_3ULP, PLANT))
     return 0;
   kv_store(b->out, PLANT, KV_FP16, NAN);
-  if (!answer(t, verdict(b, KV_FAIL_NONFINITE, NULL) && s->n_nan == 1,
-              "an output NaN: status %d, %lld NaN (expected fail_nonfinite, 1)", b->r.status, (long long)s->n_nan))
+  if (!verdict(b, t, KV_FAIL_NONFINITE, NULL, "an output NaN") ||
+      !answer(t, s->n_nan == 1, "an output NaN: %lld NaN counted (expected 1)", (long long)s->n_nan))
     return 0;
   reset(b);
   for (size_t i = 0; i < N; i++)
     if (fabs(kv_load(b->out, i, KV_FP16)) > fabs(b->ref[i])) b->out[i]--; /* one ulp toward zero */
-  if (!answer(t, verdict(b, KV_FAIL_BIAS, NULL), "outputs truncated: status %d, bias %.3g ulp toward zero "
-              "(expected fail_bias)", b->r.status, s->bias_mag_ulp))
-    return 0;
+  if (!verdict(b, t, KV_FAIL_BIAS, NULL, "outputs truncated toward zero")) return 0;
   reset(b);
   b->aux[5] = (float)(b->aux_ref[5] + 1e-4);
-  if (!answer(t, verdict(b, KV_FAIL_TOLERANCE, "auxiliary"), "an auxiliary row 50 bounds off: status %d (%s)",
-              b->r.status, b->r.message))
-    return 0;
+  if (!verdict(b, t, KV_FAIL_TOLERANCE, "auxiliary", "an auxiliary row 50 bounds off")) return 0;
   reset(b);
   for (int i = 0; i < 5; i++) b->times[i] = 5e-3;
-  return answer(t, verdict(b, KV_FAIL_TIMING, NULL), "a rate twice the ceiling: status %d, %.3g x the ceiling",
-                b->r.status, b->r.roofline_frac);
+  return verdict(b, t, KV_FAIL_TIMING, NULL, "a rate twice the ceiling");
+}
+
+/* bf16 storage: the outputs rounded to bf16 pass, 3 bf16 ulps at 1.25 give the pinned ratio. */
+static int bf16(bench *b, tally *t) {
+  kv_case c = b->c;
+  c.prec = (kv_precision){KV_BF16, KV_FP32};
+  reset(b);
+  for (size_t i = 0; i < N; i++) kv_store(b->out, i, KV_BF16, b->ref[i]);
+  b->d.out_type = KV_BF16;
+  const kv_errstats *s = &b->r.stats;
+  if (!verdict_of(b, t, &c, KV_PASS, NULL, "bf16 outputs rounded to nearest") ||
+      !answer(t, s->max_ulp <= 0.5, "bf16 outputs rounded to nearest: max_ulp %g (expected <= 0.5)", s->max_ulp))
+    return 0;
+  kv_store(b->out, PLANT, KV_BF16, 1.25 + 3.0 / 128.0);
+  return verdict_of(b, t, &c, KV_FAIL_TOLERANCE, NULL, "a bf16 output 3 ulps off") &&
+         answer(t, s->worst_index == PLANT && fabs(s->max_bound_ratio / RATIO_3ULP_BF16 - 1.0) < 1e-9,
+                "a bf16 output 3 ulps off: ratio %.17g at %lld (expected %.17g at %d)", s->max_bound_ratio,
+                (long long)s->worst_index, RATIO_3ULP_BF16, PLANT);
 }
 
 /* A reference of sampled rows (the cpu backend's large cases): rows 3, 10 and the last, packed;
@@ -197,15 +218,15 @@ static int sampled(bench *b, tally *t) {
   kv_case_data *d = &b->d;
   d->rows = rows, d->n_rows = 3, d->ref = ref, d->mag = mag, d->aux_ref = aux_ref, d->aux_mag = aux_mag;
   const kv_errstats *s = &b->r.stats;
-  if (!answer(t, verdict(b, KV_PASS, NULL) && s->n_checked == 3 * LEN,
-              "three sampled rows: status %d, %lld compared (expected pass, %d)", b->r.status, (long long)s->n_checked,
+  if (!verdict(b, t, KV_PASS, NULL, "three sampled rows") ||
+      !answer(t, s->n_checked == 3 * LEN, "three sampled rows: %lld compared (expected %d)", (long long)s->n_checked,
               3 * LEN))
     return 0;
   const size_t e = (ROWS - 1) * LEN + 5;
   ref[2 * LEN + 5] = mag[2 * LEN + 5] = 1.25;
   kv_store(b->out, e, KV_FP16, 1.25 + 3.0 / 1024.0);
-  return answer(t, verdict(b, KV_FAIL_TOLERANCE, NULL) && s->worst_index == (int64_t)e,
-                "an output 3 ulps off in a sampled row: status %d at %lld (expected fail_tolerance at %zu)", b->r.status,
+  return verdict(b, t, KV_FAIL_TOLERANCE, NULL, "an output 3 ulps off in a sampled row") &&
+         answer(t, s->worst_index == (int64_t)e, "an output 3 ulps off in a sampled row: found at %lld (expected %zu)",
                 (long long)s->worst_index, e);
 }
 
@@ -215,38 +236,30 @@ static int findings(bench *b, tally *t) {
   band[1][7] = 0;
   reset(b);
   kv_guard_finding(&b->d, "y", band[0], band[1]);
-  if (!answer(t, verdict(b, KV_FAIL_OUT_OF_BOUNDS, "+7"), "a guard band byte: status %d (%s)", b->r.status,
-              b->r.message))
-    return 0;
+  if (!verdict(b, t, KV_FAIL_OUT_OF_BOUNDS, "+7", "a guard band byte")) return 0;
   reset(b);
   b->sums[3] = 43;
   kv_launch_finding(&b->d, 42);
-  if (!answer(t, verdict(b, KV_FAIL_NONDETERMINISTIC, "repetition 3"), "a timed repetition's checksum: status %d (%s)",
-              b->r.status, b->r.message))
-    return 0;
+  if (!verdict(b, t, KV_FAIL_NONDETERMINISTIC, "repetition 3", "a timed repetition's checksum")) return 0;
   reset(b);
   kv_checksum_finding(&b->d, &b->t, 42);
-  if (!answer(t, verdict(b, KV_ERROR, "launch checksum"), "a checksum the host does not recompute: status %d (%s)",
-              b->r.status, b->r.message))
-    return 0;
+  if (!verdict(b, t, KV_ERROR, "launch checksum", "a checksum the host does not recompute")) return 0;
   reset(b);
   const void *in[1] = {b->in};
   kv_input_finding(&b->d, &b->c, &b->rs, &b->t, in);
-  const int clean = !b->d.harness[0];
+  if (!answer(t, !b->d.harness[0], "the generator's inputs: \"%s\" (expected no finding)", b->d.harness)) return 0;
   b->in[N - 1] ^= 1;
   kv_input_finding(&b->d, &b->c, &b->rs, &b->t, in);
   b->in[N - 1] ^= 1;
-  if (!answer(t, clean && verdict(b, KV_ERROR, "input x: element 4095"), "an input element: status %d (%s)",
-              b->r.status, b->r.message))
-    return 0;
+  if (!verdict(b, t, KV_ERROR, "input x: element 4095", "an input element")) return 0;
   const double xcheck[3] = {1e-6, INFINITY, NAN};
   const int want[3] = {KV_ERROR, KV_ERROR, KV_PASS};
+  const char *what[3] = {"a reference disagreement of 1e-6", "an infinite reference disagreement",
+                         "a reference not cross-checked (NaN)"};
   for (int k = 0; k < 3; k++) {
     reset(b);
     b->d.ref_xcheck = xcheck[k];
-    if (!answer(t, verdict(b, want[k], NULL), "a reference disagreement of %g: status %d (expected %d)", xcheck[k],
-                b->r.status, want[k]))
-      return 0;
+    if (!verdict(b, t, want[k], NULL, what[k])) return 0;
   }
   return 1;
 }
@@ -264,14 +277,12 @@ static int conformance(bench *b, tally *t) {
   void *in[1] = {b->in}, *out[1] = {b->out};
   reduced_emulate(&c, in, out);
   for (size_t i = 0; i < N; i++) b->mag[i] = fabs(b->ref[i] = kv_load(b->in, i, KV_FP16));
-  if (!answer(t, verdict_of(b, &c, KV_INACCURATE, "equals the emulation"),
-              "outputs equal to the emulation, 6 %% off the reference: status %d (%s), expected inaccurate",
-              b->r.status, b->r.message))
+  if (!verdict_of(b, t, &c, KV_INACCURATE, "equals the emulation",
+                  "outputs equal to the emulation, 6 % off the reference"))
     return 0;
   b->out[77] ^= 1;
-  return answer(t, verdict_of(b, &c, KV_FAIL_TOLERANCE, "not the model: 1 elements differ"),
-                "one output an ulp off the emulation: status %d (%s), expected fail_tolerance, not the model",
-                b->r.status, b->r.message);
+  return verdict_of(b, t, &c, KV_FAIL_TOLERANCE, "not the model: 1 elements differ",
+                    "one output an ulp off the emulation");
 }
 
 /* The fleet comparison of one case: three ranks A A B (the third named, two distinct), two
@@ -315,7 +326,8 @@ int kv_selftest(const kv_run_settings *run, char *what, size_t len) {
   }
   tally t = {what, len, 0};
   setup(b, run);
-  const int ok = verdicts(b, &t) && sampled(b, &t) && findings(b, &t) && conformance(b, &t) && fleet(&t) && hashes(&t);
+  const int ok = verdicts(b, &t) && bf16(b, &t) && sampled(b, &t) && findings(b, &t) && conformance(b, &t) &&
+                 fleet(&t) && hashes(&t);
   free(b);
   return ok ? t.passed : -1;
 }
