@@ -15,6 +15,7 @@
 #endif
 #include "backends/cuda/device.h"
 #include "families/kit.h"
+#include "families/ref_threads.h"
 #include "numerics/checksum.h"
 
 extern const kv_backend kv_backend_cpu;
@@ -126,10 +127,40 @@ void kv_input_finding(kv_case_data *d, const kv_case *c, const kv_run_settings *
   }
 }
 
-void kv_checksum_finding(kv_case_data *d, const kv_tensors *t, uint64_t verification_sum) {
+typedef struct {
+  const void *buf;
+  size_t bytes, words;
+  unsigned salt;
+  int parts;
+  uint64_t sum[KV_REF_MAX_THREADS];
+} checksum_split;
+
+static kv_status checksum_part(int i, void *arg) {
+  checksum_split *s = arg;
+  s->sum[i] = kv_checksum_words(s->buf, s->bytes, s->words * (size_t)i / (size_t)s->parts,
+                                s->words * (size_t)(i + 1) / (size_t)s->parts, s->salt);
+  return KV_OK;
+}
+
+uint64_t kv_checksum_threaded(const void *buf, size_t n, unsigned salt, int threads, size_t part_bytes) {
+  checksum_split s = {.buf = buf, .bytes = n, .words = (n + 7) / 8, .salt = salt};
+  const size_t most = part_bytes ? n / part_bytes : 1;
+  s.parts = threads < 1 ? 1 : threads > KV_REF_MAX_THREADS ? KV_REF_MAX_THREADS : threads;
+  if ((size_t)s.parts > most) s.parts = most ? (int)most : 1;
+  if (s.parts == 1 || kv_parallel_for(s.parts, s.parts, checksum_part, &s) != KV_OK)
+    return kv_checksum_bytes(buf, n, salt); /* one thread (a failed thread start was reported) */
+  uint64_t sum = 0;
+  for (int i = 0; i < s.parts; i++) sum += s.sum[i];
+  return sum;
+}
+
+void kv_checksum_finding(kv_case_data *d, const kv_tensors *t, uint64_t verification_sum, int threads) {
   if (d->harness[0]) return;
-  uint64_t host = kv_checksum_bytes(d->out, t->out[0].count * kv_dtype_size(t->out[0].dtype), 0);
-  if (t->n_out > 1) host += kv_checksum_bytes(d->aux, t->out[1].count * kv_dtype_size(t->out[1].dtype), 1);
+  uint64_t host =
+      kv_checksum_threaded(d->out, t->out[0].count * kv_dtype_size(t->out[0].dtype), 0, threads, KV_CHECKSUM_PART_BYTES);
+  if (t->n_out > 1)
+    host += kv_checksum_threaded(d->aux, t->out[1].count * kv_dtype_size(t->out[1].dtype), 1, threads,
+                                 KV_CHECKSUM_PART_BYTES);
   if (host != verification_sum)
     snprintf(d->harness, sizeof d->harness, "outputs' launch checksum %016llx, recomputed on the host %016llx",
              (unsigned long long)verification_sum, (unsigned long long)host);

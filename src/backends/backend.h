@@ -101,10 +101,16 @@ void kv_launch_finding(kv_case_data *d, uint64_t verification_sum);
  * first that does not is described in d->harness. kv_checksum_finding: the launch checksum
  * of the verification launch (numerics/checksum.h, over every output, output k with salt k;
  * at most two outputs: out and aux) equals the host's over the same outputs, d->out and
- * d->aux; a disagreement is described in d->harness. */
+ * d->aux, summed on up to `threads` host threads; a disagreement is described in d->harness. */
 void kv_input_finding(kv_case_data *d, const kv_case *c, const kv_run_settings *rs, const kv_tensors *t,
                       const void *const *in);
-void kv_checksum_finding(kv_case_data *d, const kv_tensors *t, uint64_t verification_sum);
+void kv_checksum_finding(kv_case_data *d, const kv_tensors *t, uint64_t verification_sum, int threads);
+/* The launch checksum of bytes [0, n) of buf with its salt (numerics/checksum.h) on up to
+ * `threads` host threads, each part at least part_bytes long: the same sum as one thread.
+ * kv_checksum_finding sums outputs in parts of KV_CHECKSUM_PART_BYTES (smaller outputs on the
+ * calling thread: a thread start costs more than their sum). */
+#define KV_CHECKSUM_PART_BYTES ((size_t)1 << 20)
+uint64_t kv_checksum_threaded(const void *buf, size_t n, unsigned salt, int threads, size_t part_bytes);
 
 typedef struct kv_backend {
   const char *name;

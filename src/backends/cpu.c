@@ -14,12 +14,14 @@
 #include "backends/backend.h"
 #include "backends/binding.h"
 #include "families/kit.h"
+#include "families/ref_threads.h"
 #include "core/timing.h"
 #include "numerics/checksum.h"
 #include "numerics/fingerprint.h"
 #include "numerics/rng.h"
 
-static int node_ranks = 1; /* ranks of this node share its memory */
+static int node_ranks = 1;   /* ranks of this node share its memory */
+static int host_threads = 1; /* and its CPUs: the threads of the host checksum (kv_ref_host_threads) */
 
 static void read_cpu_model(char *buf, size_t n) {
   snprintf(buf, n, "cpu");
@@ -90,6 +92,7 @@ static kv_status cpu_init(int local_rank, int local_size, const kv_run_settings 
   info->local_rank = local_rank;
   info->local_size = local_size;
   node_ranks = local_size > 0 ? local_size : 1;
+  host_threads = kv_ref_host_threads(node_ranks);
   KV_TRY(fake_gpu_binding(local_rank, local_size, info->host, &info->device_index));
   read_cpu_model(info->device_name, sizeof info->device_name);
   snprintf(info->uuid, sizeof info->uuid, "CPU-%.100s-%d", info->host, local_rank);
@@ -279,7 +282,7 @@ static kv_status cpu_run_case(const kv_case *c, const kv_run_settings *rs, kv_ca
   if (st == KV_OK) check_buffers(&t, &b, verification_sum, d);
   if (st == KV_OK) st = copy_out(&b, &t, 0, &d->out);
   if (st == KV_OK && t.n_out > 1) st = copy_out(&b, &t, 1, (void **)&d->aux);
-  if (st == KV_OK) kv_checksum_finding(d, &t, verification_sum);
+  if (st == KV_OK) kv_checksum_finding(d, &t, verification_sum, host_threads);
   d->phases.checks = kv_lap(&mark);
   if (st == KV_OK) st = cpu_reference(c, &cost, rs, (const void *const *)b.in, t.n_out > 1, d);
   d->out_count = t.out[0].count;

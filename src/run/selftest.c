@@ -17,7 +17,8 @@
  *   element, the GPU-vs-CPU reference disagreement (finite and infinite): each its status;
  *   the fleet comparison of one case: A A B names the third rank, A B (a tie) both, a rank in
  *   error none;
- *   the fingerprint of "abc" (XXH64's published value) and a launch checksum, pinned.
+ *   the fingerprint of "abc" (XXH64's published value) and a launch checksum, pinned (the
+ *   checksum on one thread and split over three, as the host recomputes large outputs).
  * A checker that would pass a wrong kernel (a looser bound, a bias or timing verdict switched
  * off, a finding ignored) fails here, in every run, before any case. */
 #include "run/selftest.h"
@@ -242,7 +243,7 @@ static int findings(bench *b, tally *t) {
   kv_launch_finding(&b->d, 42);
   if (!verdict(b, t, KV_FAIL_NONDETERMINISTIC, "repetition 3", "a timed repetition's checksum")) return 0;
   reset(b);
-  kv_checksum_finding(&b->d, &b->t, 42);
+  kv_checksum_finding(&b->d, &b->t, 42, 3);
   if (!verdict(b, t, KV_ERROR, "launch checksum", "a checksum the host does not recompute")) return 0;
   reset(b);
   const void *in[1] = {b->in};
@@ -312,10 +313,13 @@ static int hashes(tally *t) {
   unsigned char pattern[1001];
   for (int i = 0; i < 1001; i++) pattern[i] = (unsigned char)(i * 53 + 7);
   const uint64_t fp = kv_fingerprint("abc", 3), sum = kv_checksum_bytes(pattern, sizeof pattern, 0);
+  const uint64_t split = kv_checksum_threaded(pattern, sizeof pattern, 0, 3, 64);
   return answer(t, fp == 0x44BC2CF5AD770999ULL, "the fingerprint of \"abc\" is %016llx, XXH64's is 44bc2cf5ad770999",
                 (unsigned long long)fp) &&
          answer(t, sum == CHECKSUM_PATTERN, "the launch checksum of the pattern is %016llx, not %016llx",
-                (unsigned long long)sum, CHECKSUM_PATTERN);
+                (unsigned long long)sum, CHECKSUM_PATTERN) &&
+         answer(t, split == CHECKSUM_PATTERN, "the launch checksum of the pattern on three threads is %016llx, not %016llx",
+                (unsigned long long)split, CHECKSUM_PATTERN);
 }
 
 int kv_selftest(const kv_run_settings *run, char *what, size_t len) {

@@ -75,21 +75,47 @@ static void test_checksum_recomputed(void) {
   kv_case_data_init(&d);
   d.out = out;
   d.aux = aux;
-  kv_checksum_finding(&d, &t, sum);
+  kv_checksum_finding(&d, &t, sum, 1);
   EXPECT(!d.harness[0], "the same outputs: \"%s\"", d.harness);
   ((unsigned char *)out)[665] ^= 0x80; /* the last byte of the output (a partial last word) */
-  kv_checksum_finding(&d, &t, sum);
+  kv_checksum_finding(&d, &t, sum, 2);
   EXPECT(strstr(d.harness, "recomputed on the host") != NULL, "a changed output byte: \"%s\"", d.harness);
   ((unsigned char *)out)[665] ^= 0x80;
   d.harness[0] = '\0';
   aux[6] = 0.0f;
-  kv_checksum_finding(&d, &t, sum);
+  kv_checksum_finding(&d, &t, sum, 1);
   EXPECT(strstr(d.harness, "recomputed on the host") != NULL, "a changed auxiliary output: \"%s\"", d.harness);
+}
+
+/* Large outputs are summed on several threads: any split, the same sum; a changed byte in
+ * any part (the first, a part's last, the partial last word) is seen. */
+static void test_checksum_threaded(void) {
+  TEST("the host's checksum of a large output split over threads");
+  enum { BYTES = 3 * (1 << 20) + 5 };
+  unsigned char *buf = malloc(BYTES);
+  EXPECT(buf != NULL, "out of memory");
+  if (!buf) return;
+  for (size_t i = 0; i < BYTES; i++) buf[i] = (unsigned char)(i * 131 + (i >> 9));
+  const uint64_t one = kv_checksum_bytes(buf, BYTES, 1);
+  const int threads[] = {1, 2, 3, 4, 7, 64, 1000};
+  for (size_t k = 0; k < sizeof threads / sizeof threads[0]; k++) {
+    EXPECT(kv_checksum_threaded(buf, BYTES, 1, threads[k], KV_CHECKSUM_PART_BYTES) == one, "%d threads", threads[k]);
+    EXPECT(kv_checksum_threaded(buf, BYTES, 1, threads[k], 8) == one, "%d threads, parts of one word", threads[k]);
+  }
+  EXPECT(kv_checksum_threaded(buf, 0, 1, 4, 8) == 0, "an empty buffer adds nothing");
+  const size_t at[] = {0, BYTES / 3 - 1, BYTES / 3, (size_t)(BYTES / 8) * 8 - 1, BYTES - 1};
+  for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+    buf[at[k]] ^= 0x10;
+    EXPECT(kv_checksum_threaded(buf, BYTES, 1, 3, KV_CHECKSUM_PART_BYTES) != one, "byte %zu changed, 3 threads", at[k]);
+    buf[at[k]] ^= 0x10;
+  }
+  free(buf);
 }
 
 int main(void) {
   test_guard();
   test_launches();
   test_checksum_recomputed();
+  test_checksum_threaded();
   return TEST_RETURN();
 }

@@ -216,7 +216,7 @@ static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv
   *step = "GPU reference and error statistics";
   d->phases.stats = 0.0;
   KV_TRY(collect(c, *problem, rs, t, cost, b, d));
-  kv_checksum_finding(d, t, b->verification_sum);
+  kv_checksum_finding(d, t, b->verification_sum, ctx.ref_threads);
   d->phases.checks = kv_lap(&mark) - d->ref_seconds - d->phases.stats; /* with the downloads */
   *step = "cross-checks of the reference and the statistics";
   const kv_status st = kv_cuda_xcheck(&ctx, c, t, cost, rs, b, d);
