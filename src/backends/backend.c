@@ -78,21 +78,24 @@ void kv_case_data_free(kv_case_data *d) {
   memset(d, 0, sizeof *d);
 }
 
-/* First byte of a band that is not the guard byte, or -1. */
-static long long first_changed(const unsigned char *band) {
+/* First byte of a band that is not its fill byte, or -1. */
+static long long first_changed(const unsigned char *band, unsigned char fill) {
   for (size_t i = 0; i < KV_GUARD_BYTES; i++)
-    if (band[i] != KV_GUARD_BYTE) return (long long)i;
+    if (band[i] != fill) return (long long)i;
   return -1;
 }
 
-void kv_guard_finding(kv_case_data *d, const char *tensor, const unsigned char *before, const unsigned char *after) {
+void kv_guard_finding(kv_case_data *d, const char *tensor, int input, const unsigned char *before,
+                      const unsigned char *after) {
   if (d->out_of_bounds[0]) return;
-  const long long b = first_changed(before), a = first_changed(after);
+  const unsigned char fill = input ? KV_INPUT_GUARD_BYTE : KV_GUARD_BYTE;
+  const char *role = input ? "input" : "output";
+  const long long b = first_changed(before, fill), a = first_changed(after, fill);
   if (b >= 0)
-    snprintf(d->out_of_bounds, sizeof d->out_of_bounds, "output %s: written before its start (at byte %lld)", tensor,
+    snprintf(d->out_of_bounds, sizeof d->out_of_bounds, "%s %s: written before its start (at byte %lld)", role, tensor,
              b - KV_GUARD_BYTES);
   else if (a >= 0)
-    snprintf(d->out_of_bounds, sizeof d->out_of_bounds, "output %s: written past its end (at byte +%lld)", tensor, a);
+    snprintf(d->out_of_bounds, sizeof d->out_of_bounds, "%s %s: written past its end (at byte +%lld)", role, tensor, a);
 }
 
 void kv_launch_finding(kv_case_data *d, uint64_t verification_sum) {
@@ -156,11 +159,12 @@ uint64_t kv_checksum_threaded(const void *buf, size_t n, unsigned salt, int thre
 
 void kv_checksum_finding(kv_case_data *d, const kv_tensors *t, uint64_t verification_sum, int threads) {
   if (d->harness[0]) return;
-  uint64_t host =
-      kv_checksum_threaded(d->out, t->out[0].count * kv_dtype_size(t->out[0].dtype), 0, threads, KV_CHECKSUM_PART_BYTES);
-  if (t->n_out > 1)
-    host += kv_checksum_threaded(d->aux, t->out[1].count * kv_dtype_size(t->out[1].dtype), 1, threads,
-                                 KV_CHECKSUM_PART_BYTES);
+  const size_t out_bytes = t->out[0].count * kv_dtype_size(t->out[0].dtype);
+  uint64_t host = kv_checksum_threaded(d->out, out_bytes, 0, threads, KV_CHECKSUM_PART_BYTES);
+  if (t->n_out > 1) {
+    const size_t aux_bytes = t->out[1].count * kv_dtype_size(t->out[1].dtype);
+    host += kv_checksum_threaded(d->aux, aux_bytes, 1, threads, KV_CHECKSUM_PART_BYTES);
+  }
   if (host != verification_sum)
     snprintf(d->harness, sizeof d->harness, "outputs' launch checksum %016llx, recomputed on the host %016llx",
              (unsigned long long)verification_sum, (unsigned long long)host);

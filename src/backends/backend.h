@@ -85,16 +85,21 @@ void kv_case_data_init(kv_case_data *d);
 void kv_case_data_free(kv_case_data *d);
 
 /* The checks every backend makes around a case's launches (the buffers differ: host or device
- * memory). Each output lies between two guard bands of KV_GUARD_BYTES bytes of KV_GUARD_BYTE;
- * kv_guard_finding describes the first changed byte of output `tensor`'s bands (before: the
- * band in front of it, after: the one behind) in d->out_of_bounds. The checksums of the
- * outputs after the first launch, after every timed repetition (d->launch_sums) and after the
+ * memory). Each tensor lies between two guard bands of KV_GUARD_BYTES bytes: an output's hold
+ * KV_GUARD_BYTE, an input's KV_INPUT_GUARD_BYTE, all-ones bits, NaN in every float type, so a
+ * kernel that reads an input past either end and lets the value reach an output (even times a
+ * zero weight, as a masked tail can) makes that output NaN. kv_guard_finding describes the
+ * first changed byte of tensor `tensor`'s bands (before: the band in front of it, after: the
+ * one behind; `input`: an input's bands) in d->out_of_bounds. The checksums of the outputs
+ * after the first launch, after every timed repetition (d->launch_sums) and after the
  * verification launch (outputs poisoned again: verification_sum) must agree:
  * kv_launch_finding describes a disagreement in d->nondeterministic (the first repetition
  * that differs and how many do, so a race that corrupts one launch in ten is seen). */
 #define KV_GUARD_BYTES 4096
 #define KV_GUARD_BYTE 0xa5
-void kv_guard_finding(kv_case_data *d, const char *tensor, const unsigned char *before, const unsigned char *after);
+#define KV_INPUT_GUARD_BYTE 0xff
+void kv_guard_finding(kv_case_data *d, const char *tensor, int input, const unsigned char *before,
+                      const unsigned char *after);
 void kv_launch_finding(kv_case_data *d, uint64_t verification_sum);
 /* The checker's own checks, on the host, in every case. kv_input_finding: the inputs the
  * kernel read (in, on the host) hold the generator's bits on a sample (kv_generate_verify); the

@@ -127,11 +127,11 @@ static double cpu_free_bytes(void) {
   return avail / node_ranks;
 }
 
-/* Host buffers of one case: each output between two guard bands (the cuda backend's checks,
- * src/backends/cuda/buffers.c, made on the host). */
+/* Host buffers of one case: each tensor between two guard bands (the cuda backend's checks,
+ * src/backends/cuda/buffers.c, made on the host; an input's bands are NaN bits). */
 typedef struct {
   void *in[KV_MAX_TENSORS], *out[KV_MAX_TENSORS];
-  unsigned char *out_alloc[KV_MAX_TENSORS];
+  unsigned char *in_alloc[KV_MAX_TENSORS], *out_alloc[KV_MAX_TENSORS];
   uint64_t in_sum[KV_MAX_TENSORS];
 } host_buffers;
 
@@ -139,7 +139,7 @@ static size_t tensor_bytes(const kv_tensor_spec *t) { return t->count * kv_dtype
 
 static void buffers_free(host_buffers *b) {
   for (int i = 0; i < KV_MAX_TENSORS; i++) {
-    free(b->in[i]);
+    free(b->in_alloc[i]);
     free(b->out_alloc[i]);
   }
   memset(b, 0, sizeof *b);
@@ -153,8 +153,11 @@ static void poison(const kv_tensors *t, host_buffers *b) {
 
 static kv_status buffers_make(const kv_case *c, const kv_run_settings *rs, const kv_tensors *t, host_buffers *b) {
   for (int i = 0; i < t->n_in; i++) {
-    b->in[i] = KV_MALLOC(tensor_bytes(&t->in[i]));
-    KV_TRY(CHECK_ALLOC(b->in[i]));
+    b->in_alloc[i] = KV_MALLOC(tensor_bytes(&t->in[i]) + 2 * KV_GUARD_BYTES);
+    KV_TRY(CHECK_ALLOC(b->in_alloc[i]));
+    b->in[i] = b->in_alloc[i] + KV_GUARD_BYTES;
+    memset(b->in_alloc[i], KV_INPUT_GUARD_BYTE, KV_GUARD_BYTES);
+    memset(b->in_alloc[i] + KV_GUARD_BYTES + tensor_bytes(&t->in[i]), KV_INPUT_GUARD_BYTE, KV_GUARD_BYTES);
     KV_TRY(kv_generate_host(&t->in[i], kv_stream_key(rs->seed, c->key, (uint64_t)i), b->in[i]));
     b->in_sum[i] = kv_fingerprint(b->in[i], tensor_bytes(&t->in[i]));
   }
@@ -178,7 +181,10 @@ static uint64_t outputs_sum(const kv_tensors *t, const host_buffers *b) {
 /* Guard bands, inputs, and the launches' output checksums (every timed one, verification). */
 static void check_buffers(const kv_tensors *t, const host_buffers *b, uint64_t verification_sum, kv_case_data *d) {
   for (int i = 0; i < t->n_out; i++)
-    kv_guard_finding(d, t->out[i].name, b->out_alloc[i], b->out_alloc[i] + KV_GUARD_BYTES + tensor_bytes(&t->out[i]));
+    kv_guard_finding(d, t->out[i].name, 0, b->out_alloc[i],
+                     b->out_alloc[i] + KV_GUARD_BYTES + tensor_bytes(&t->out[i]));
+  for (int i = 0; i < t->n_in; i++)
+    kv_guard_finding(d, t->in[i].name, 1, b->in_alloc[i], b->in_alloc[i] + KV_GUARD_BYTES + tensor_bytes(&t->in[i]));
   for (int i = 0; i < t->n_in && !d->out_of_bounds[0]; i++)
     if (kv_fingerprint(b->in[i], tensor_bytes(&t->in[i])) != b->in_sum[i])
       snprintf(d->out_of_bounds, sizeof d->out_of_bounds, "input %s changed during the launches", t->in[i].name);

@@ -236,7 +236,7 @@ static int findings(bench *b, tally *t) {
   memset(band, KV_GUARD_BYTE, sizeof band);
   band[1][7] = 0;
   reset(b);
-  kv_guard_finding(&b->d, "y", band[0], band[1]);
+  kv_guard_finding(&b->d, "y", 0, band[0], band[1]);
   if (!verdict(b, t, KV_FAIL_OUT_OF_BOUNDS, "+7", "a guard band byte")) return 0;
   reset(b);
   b->sums[3] = 43;

@@ -1,11 +1,13 @@
 /* test_findings.c - the findings of the checks every backend makes around a case's launches
  * (src/backends/backend.c), on synthetic buffers: guard bands (the first changed byte before or
- * after an output), launch checksums (any timed repetition or the verification launch that
- * differs from the first launch, with the first such repetition and the count; no checksums
- * at all is a harness error), and the host's recomputation of the verification launch's
- * checksum over the downloaded outputs (output and auxiliary output, one changed byte). The
- * check of the inputs against the generator runs on every family's cases in
- * families/testkit/test_descriptors. */
+ * after an output or an input; an input's bands are NaN bits in every float type), launch
+ * checksums (any timed repetition or the verification launch that differs from the first
+ * launch, with the first such repetition and the count; no checksums at all is a harness
+ * error), and the host's recomputation of the verification launch's checksum over the
+ * downloaded outputs (output and auxiliary output, one changed byte; split over threads: any
+ * split, the same sum). The check of the inputs against the generator runs on every family's
+ * cases in families/testkit/test_descriptors. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,22 +18,41 @@
 #include "tests/unit/test_util.h"
 
 static void test_guard(void) {
-  TEST("guard bands: intact passes; the first changed byte before or after the output is named");
+  TEST("guard bands: intact passes; the first changed byte before or after the tensor is named");
   unsigned char before[KV_GUARD_BYTES], after[KV_GUARD_BYTES];
   memset(before, KV_GUARD_BYTE, sizeof before);
   memset(after, KV_GUARD_BYTE, sizeof after);
   kv_case_data d;
   kv_case_data_init(&d);
-  kv_guard_finding(&d, "O", before, after);
+  kv_guard_finding(&d, "O", 0, before, after);
   EXPECT(d.out_of_bounds[0] == '\0', "intact bands: \"%s\"", d.out_of_bounds);
   after[5] = 0;
-  kv_guard_finding(&d, "O", before, after);
+  kv_guard_finding(&d, "O", 0, before, after);
   EXPECT(strstr(d.out_of_bounds, "output O: written past its end (at byte +5)") != NULL, "%s", d.out_of_bounds);
   kv_case_data_init(&d);
   after[5] = KV_GUARD_BYTE;
   before[KV_GUARD_BYTES - 2] = 1;
-  kv_guard_finding(&d, "O", before, after);
+  kv_guard_finding(&d, "O", 0, before, after);
   EXPECT(strstr(d.out_of_bounds, "written before its start (at byte -2)") != NULL, "%s", d.out_of_bounds);
+  /* an input's bands hold NaN bits: the output's fill byte there is a change */
+  kv_case_data_init(&d);
+  kv_guard_finding(&d, "Q", 1, before, after);
+  EXPECT(strstr(d.out_of_bounds, "input Q: written before its start") != NULL, "output bands as an input's: %s",
+         d.out_of_bounds);
+  memset(before, KV_INPUT_GUARD_BYTE, sizeof before);
+  memset(after, KV_INPUT_GUARD_BYTE, sizeof after);
+  kv_case_data_init(&d);
+  kv_guard_finding(&d, "Q", 1, before, after);
+  EXPECT(d.out_of_bounds[0] == '\0', "intact input bands: \"%s\"", d.out_of_bounds);
+  after[KV_GUARD_BYTES - 1] = 0x7f;
+  kv_guard_finding(&d, "Q", 1, before, after);
+  EXPECT(strstr(d.out_of_bounds, "input Q: written past its end (at byte +4095)") != NULL, "%s", d.out_of_bounds);
+  const unsigned short nan_bits = (unsigned short)(KV_INPUT_GUARD_BYTE * 0x101);
+  EXPECT(isnan(kv_load(&nan_bits, 0, KV_FP16)) && isnan(kv_load(&nan_bits, 0, KV_BF16)),
+         "the input band's bits are NaN in fp16 and bf16");
+  unsigned char word[8];
+  memset(word, KV_INPUT_GUARD_BYTE, sizeof word);
+  EXPECT(isnan(kv_load(word, 0, KV_FP32)) && isnan(kv_load(word, 0, KV_FP64)), "and in fp32 and fp64");
 }
 
 static void test_launches(void) {

@@ -37,13 +37,14 @@ void kv_cuda_host_release(void);
 /* Wait for everything enqueued on the context's stream so far, under the watchdog (watchdog.h). */
 kv_status kv_cuda_wait(const kv_cuda_ctx *ctx, double deadline, const char *what);
 
-/* Device buffers of one case (buffers.c); every pointer NULL until allocated. Each output
- * tensor sits between two guard bands (backend.h). The device words `sums` hold the
+/* Device buffers of one case (buffers.c); every pointer NULL until allocated. Each tensor
+ * sits between two guard bands (backend.h): in[i] and out[i] point past the first band of
+ * in_alloc[i] and out_alloc[i]. The device words `sums` hold the
  * checksums: inputs after generation [0, n_in), inputs after the launches
  * [KV_MAX_TENSORS, +n_in), and the outputs of the verification launch [2 KV_MAX_TENSORS]
  * (the timed launches' are the harness's, kv_cuda_time_case). */
 typedef struct {
-  void *in[KV_MAX_TENSORS], *out[KV_MAX_TENSORS], *out_alloc[KV_MAX_TENSORS];
+  void *in[KV_MAX_TENSORS], *out[KV_MAX_TENSORS], *in_alloc[KV_MAX_TENSORS], *out_alloc[KV_MAX_TENSORS];
   double *ref, *mag, *aux_ref, *aux_mag;
   unsigned long long *sums;
   uint64_t verification_sum; /* the device's checksum of the verification launch's outputs */
@@ -53,7 +54,7 @@ typedef struct {
 double kv_cuda_case_bytes(const kv_tensors *t, const kv_cost *cost);
 kv_status kv_cuda_buffers_alloc(const kv_tensors *t, const kv_cost *cost, kv_cuda_buffers *b);
 /* Inputs from the shared generator and their checksums, outputs poisoned with NaN bits (an
- * element a launch does not write stays NaN), guard bands filled. */
+ * element a launch does not write stays NaN), guard bands filled (inputs' with NaN bits). */
 kv_status kv_cuda_buffers_fill(const kv_cuda_ctx *ctx, const kv_case *c, const kv_run_settings *rs,
                                const kv_tensors *t, kv_cuda_buffers *b);
 /* Poison the outputs again (before the verification launch). */
@@ -63,7 +64,7 @@ kv_status kv_cuda_buffers_sum_outputs(const kv_cuda_ctx *ctx, const kv_tensors *
                                       unsigned long long *d_sum);
 /* The device word of the verification launch's checksum (zeroed by kv_cuda_buffers_fill). */
 unsigned long long *kv_cuda_buffers_verification_slot(const kv_cuda_buffers *b);
-/* After the launches: the guard bands, the inputs' checksums against the first ones and the
+/* After the launches: the guard bands of inputs and outputs, the inputs' checksums against the first ones and the
  * launch checksums (d->launch_sums and the verification launch's) against each other; what
  * differs goes into d->out_of_bounds and d->nondeterministic (names the tensor and byte offset,
  * or the launches). Keeps the verification launch's sum in b->verification_sum (for
