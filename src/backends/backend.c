@@ -147,9 +147,10 @@ static kv_status checksum_part(int i, void *arg) {
 
 uint64_t kv_checksum_threaded(const void *buf, size_t n, unsigned salt, int threads, size_t part_bytes) {
   checksum_split s = {.buf = buf, .bytes = n, .words = (n + 7) / 8, .salt = salt};
-  const size_t most = part_bytes ? n / part_bytes : 1;
-  s.parts = threads < 1 ? 1 : threads > KV_REF_MAX_THREADS ? KV_REF_MAX_THREADS : threads;
-  if ((size_t)s.parts > most) s.parts = most ? (int)most : 1;
+  const size_t most = threads < 1 ? 1 : (size_t)threads;
+  size_t parts = part_bytes ? n / part_bytes : most; /* every part at least part_bytes long */
+  if (parts > most) parts = most;
+  s.parts = parts < 1 ? 1 : parts > KV_REF_MAX_THREADS ? KV_REF_MAX_THREADS : (int)parts;
   if (s.parts == 1 || kv_parallel_for(s.parts, s.parts, checksum_part, &s) != KV_OK)
     return kv_checksum_bytes(buf, n, salt); /* one thread (a failed thread start was reported) */
   uint64_t sum = 0;
