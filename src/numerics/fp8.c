@@ -3,75 +3,41 @@
  * __nv_cvt_float_to_fp8), in integer arithmetic on the bit patterns; the largest finite
  * values and the format names.
  *
- * One routine, round_code(), rounds the magnitude bits of a binary source format (sm stored
- * mantissa bits, bias sb) to the 7 magnitude bits of an 8-bit format (dm mantissa bits, bias
- * db) as if the exponent had no upper bound; the caller then decides overflow by comparing
+ * One routine, kv_round_bits() (narrow.h, shared with halfprec.c), rounds the magnitude bits
+ * of a binary source format (sm stored mantissa bits, bias sb) to the 7 magnitude bits of an
+ * 8-bit format (dm mantissa bits, bias db) as if the exponent had no upper bound; the caller then decides overflow by comparing
  * the code with the largest finite one. That one comparison covers both formats: E4M3's
  * largest finite 0x7e = 448 sits below the NaN code 0x7f that would be 480, so 464 ties to
  * 448 (even) and anything above rounds to 0x7f, an overflow; E5M2 overflows from 61440 up,
  * which ties to the infinity code 0x7c (even), as in IEEE. */
 #include "numerics/fp8.h"
 
-static inline uint64_t f64_bits(double x) {
-  uint64_t u;
-  memcpy(&u, &x, sizeof u);
-  return u;
-}
-
-static inline uint32_t f32_bits(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  return u;
-}
-
-/* Round the finite or infinite magnitude `a` (sign cleared, not NaN) of the source format to
- * nearest even in the destination's code space (exponent field << dm | mantissa), without an
- * upper bound. Any magnitude from 2^(db+2) up (above both formats' ranges, infinity included)
- * returns 0xff, an overflow. */
-static inline uint32_t round_code(uint64_t a, int sm, int sb, int dm, int db) {
-  const int shift = sm - dm;
-  if (a >= (uint64_t)(sb + db + 2) << sm) return 0xffu;
-  if (a >= (uint64_t)(sb - db + 1) << sm) { /* destination normal */
-    uint64_t r = a - ((uint64_t)(sb - db) << sm);
-    r += ((uint64_t)1 << (shift - 1)) - 1 + ((r >> shift) & 1);
-    return (uint32_t)(r >> shift); /* a carry out of the mantissa bumps the exponent */
-  }
-  /* destination subnormal or zero: the value in units of the destination's subnormal spacing
-   * 2^(1-db-dm) is m * 2^-s; a source subnormal has exponent field 0 and no hidden bit */
-  const uint64_t e = a >> sm;
-  const uint64_t m = e ? (a & (((uint64_t)1 << sm) - 1)) | ((uint64_t)1 << sm) : a;
-  long long s = (long long)(sb - db) + shift + 1 - (long long)(e ? e : 1);
-  if (s > sm + 2) s = sm + 2; /* m < 2^(sm+1): any larger shift rounds to zero just the same */
-  const uint64_t q = m >> s;
-  const uint64_t rem = m & (((uint64_t)1 << s) - 1);
-  const uint64_t half = (uint64_t)1 << (s - 1);
-  return (uint32_t)(q + ((rem > half) | ((rem == half) & (q & 1))));
-}
+#include "numerics/narrow.h"
 
 /* Sign and rounded code -> the byte, with the overflow rule of format f and saturation s. */
-static inline uint8_t finish(uint32_t sign, uint32_t code, kv_fp8_format f, kv_fp8_saturation s) {
+static inline uint8_t finish(uint32_t sign, uint64_t code, kv_fp8_format f, kv_fp8_saturation s) {
   const uint32_t max = f == KV_FP8_E4M3 ? 0x7eu : 0x7bu;
   if (code > max) code = s == KV_FP8_SATFINITE ? max : f == KV_FP8_E4M3 ? 0x7fu : 0x7cu;
   return (uint8_t)(sign | code);
 }
 
 uint8_t kv_f64_to_fp8(double x, kv_fp8_format f, kv_fp8_saturation s) {
-  const uint64_t u = f64_bits(x);
+  const uint64_t u = kv_f64_bits(x);
   const uint32_t sign = (uint32_t)(u >> 56) & 0x80u;
   const uint64_t a = u & 0x7fffffffffffffffULL;
   if (a > 0x7ff0000000000000ULL) /* NaN, even with SATFINITE; E5M2 keeps payload bit 50 */
     return (uint8_t)(sign | (f == KV_FP8_E4M3 ? 0x7fu : 0x7eu | (uint32_t)((a >> 50) & 1)));
-  if (f == KV_FP8_E4M3) return finish(sign, round_code(a, 52, 1023, 3, 7), f, s);
-  return finish(sign, round_code(a, 52, 1023, 2, 15), f, s);
+  if (f == KV_FP8_E4M3) return finish(sign, kv_round_bits(a, 52, 1023, 3, 7), f, s);
+  return finish(sign, kv_round_bits(a, 52, 1023, 2, 15), f, s);
 }
 
 uint8_t kv_f32_to_fp8(float x, kv_fp8_format f, kv_fp8_saturation s) {
-  const uint32_t u = f32_bits(x);
+  const uint32_t u = kv_f32_bits(x);
   const uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return 0x7fu; /* CUDA's canonical NaN: positive, in both formats */
   const uint32_t sign = (u >> 24) & 0x80u;
-  if (f == KV_FP8_E4M3) return finish(sign, round_code(a, 23, 127, 3, 7), f, s);
-  return finish(sign, round_code(a, 23, 127, 2, 15), f, s);
+  if (f == KV_FP8_E4M3) return finish(sign, kv_round_bits(a, 23, 127, 3, 7), f, s);
+  return finish(sign, kv_round_bits(a, 23, 127, 2, 15), f, s);
 }
 
 double kv_fp8_max(kv_fp8_format f) { return f == KV_FP8_E4M3 ? 448.0 : 57344.0; }

@@ -8,7 +8,8 @@
 #define KVAL_FP8_H
 
 #include <stdint.h>
-#include <string.h>
+
+#include "numerics/bits.h"
 
 typedef enum { KV_FP8_E4M3 = 0, KV_FP8_E5M2 = 1 } kv_fp8_format;
 typedef enum { KV_FP8_NOSAT = 0, KV_FP8_SATFINITE = 1 } kv_fp8_saturation;
@@ -44,9 +45,7 @@ static inline double kv_fp8_to_f64(uint8_t b, kv_fp8_format f) {
     const int lead = 31 - __builtin_clz(m); /* 0..dm-1 */
     u = sign | ((uint64_t)(lead + 1 - db - dm + 1023) << 52) | (((uint64_t)m << (52 - lead)) & 0xfffffffffffffULL);
   }
-  double x;
-  memcpy(&x, &u, sizeof x);
-  return x;
+  return kv_bits_f64(u);
 }
 
 /* The largest finite value: 448 (E4M3), 57344 (E5M2). */

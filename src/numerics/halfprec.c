@@ -15,47 +15,30 @@
 
 #include "numerics/narrow.h"
 
-static inline uint32_t f32_bits(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  return u;
-}
-
-static inline uint64_t f64_bits(double x) {
-  uint64_t u;
-  memcpy(&u, &x, sizeof u);
-  return u;
-}
-
-static inline double bits_f64(uint64_t u) {
-  double x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
 
 uint16_t kv_f32_to_f16(float x) {
-  const uint32_t u = f32_bits(x);
+  const uint32_t u = kv_f32_bits(x);
   return (uint16_t)(((u >> 16) & 0x8000u) | kv_narrow_bits(u & 0x7fffffffu, 23, 127, 10, 15));
 }
 
 uint16_t kv_f64_to_f16(double x) {
-  const uint64_t u = f64_bits(x);
+  const uint64_t u = kv_f64_bits(x);
   return (uint16_t)(((u >> 48) & 0x8000u) | kv_narrow_bits(u & 0x7fffffffffffffffULL, 52, 1023, 10, 15));
 }
 
 uint16_t kv_f32_to_bf16(float x) {
-  const uint32_t u = f32_bits(x);
+  const uint32_t u = kv_f32_bits(x);
   return (uint16_t)(((u >> 16) & 0x8000u) | kv_narrow_bits(u & 0x7fffffffu, 23, 127, 7, 127));
 }
 
 uint16_t kv_f64_to_bf16(double x) {
-  const uint64_t u = f64_bits(x);
+  const uint64_t u = kv_f64_bits(x);
   return (uint16_t)(((u >> 48) & 0x8000u) | kv_narrow_bits(u & 0x7fffffffffffffffULL, 52, 1023, 7, 127));
 }
 
 /* fp64 -> fp32 with round to nearest even, independent of the FPU rounding mode. */
 static inline float f64_to_f32(double x) {
-  const uint64_t u = f64_bits(x);
+  const uint64_t u = kv_f64_bits(x);
   return kv_bits_f32((uint32_t)((u >> 32) & 0x80000000u) |
                   (uint32_t)kv_narrow_bits(u & 0x7fffffffffffffffULL, 52, 1023, 23, 127));
 }
@@ -103,8 +86,8 @@ double kv_ulp_distance(double a, double b, kv_dtype t) {
 double kv_dtype_max(kv_dtype t) {
   switch (t) {
     case KV_FP16: return 65504.0;
-    case KV_BF16: return bits_f64(0x47efe00000000000ULL); /* (2 - 2^-7) * 2^127 */
-    case KV_FP32: return bits_f64(0x47efffffe0000000ULL); /* (2 - 2^-23) * 2^127 */
-    default: return bits_f64(0x7fefffffffffffffULL);
+    case KV_BF16: return kv_bits_f64(0x47efe00000000000ULL); /* (2 - 2^-7) * 2^127 */
+    case KV_FP32: return kv_bits_f64(0x47efffffe0000000ULL); /* (2 - 2^-23) * 2^127 */
+    default: return kv_bits_f64(0x7fefffffffffffffULL);
   }
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/dtype.h"
+#include "numerics/bits.h"
 
 uint16_t kv_f32_to_f16(float x);  /* round to nearest even */
 uint16_t kv_f64_to_f16(double x); /* directly from double: no double rounding */
@@ -17,12 +18,6 @@ uint16_t kv_f64_to_bf16(double x);
 
 /* The widenings are exact and inline: the CPU references and emulations convert every
  * input element (out of line they were half of the GEMM reference's time). */
-static inline float kv_bits_f32(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 static inline float kv_f16_to_f32(uint16_t h) {
   const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   const uint32_t a = h & 0x7fffu;

@@ -15,21 +15,6 @@
 #include "numerics/rng.h"
 #include "tests/unit/test_util.h"
 
-static uint64_t bits64(double x) {
-  uint64_t u;
-  memcpy(&u, &x, sizeof u);
-  return u;
-}
-static float f32(uint32_t u) {
-  float x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
-static double f64(uint64_t u) {
-  double x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
 
 /* A format: stored mantissa bits, exponent bias, largest finite code, the code that NOSAT
  * overflow gives (E4M3: NaN, E5M2: infinity). */
@@ -101,7 +86,7 @@ static void test_decode_exhaustive(const format *f) {
     if (isnan(d))
       bad_decode += !isnan(v) || !signbit(v) != !sign;
     else
-      bad_decode += bits64(v) != bits64(d); /* also the sign of zero */
+      bad_decode += kv_f64_bits(v) != kv_f64_bits(d); /* also the sign of zero */
     for (int k = 0; k < 2; k++) {
       const kv_fp8_saturation s = sats[k];
       unsigned want64 = b, want32 = b;
@@ -239,14 +224,14 @@ static void test_nan(const format *f) {
   for (int k = 0; k < 2; k++) {
     const kv_fp8_saturation s = sats[k];
     const char *sn = sat_names[k];
-    EXPECT(kv_f64_to_fp8(f64(0x7ff8000000000000ULL), f->f, s) == (e4 ? 0x7f : 0x7e), "%s: +qNaN", sn);
-    EXPECT(kv_f64_to_fp8(f64(0xfff8000000000000ULL), f->f, s) == (e4 ? 0xff : 0xfe), "%s: -qNaN keeps the sign", sn);
-    EXPECT(kv_f64_to_fp8(f64(0x7ffc000000000000ULL), f->f, s) == 0x7f, "%s: qNaN with payload bit 50", sn);
-    EXPECT(kv_f64_to_fp8(f64(0x7ff4000000000000ULL), f->f, s) == 0x7f, "%s: sNaN with payload bit 50", sn);
-    EXPECT(kv_f64_to_fp8(f64(0x7ff0000000000001ULL), f->f, s) == (e4 ? 0x7f : 0x7e), "%s: sNaN, low payload", sn);
-    EXPECT(kv_f64_to_fp8(f64(0xfff7ffffffffffffULL), f->f, s) == 0xff, "%s: -sNaN, all payload bits", sn);
-    EXPECT(kv_f32_to_fp8(f32(0x7fc00000u), f->f, s) == 0x7f && kv_f32_to_fp8(f32(0xffc00000u), f->f, s) == 0x7f &&
-               kv_f32_to_fp8(f32(0x7f800001u), f->f, s) == 0x7f && kv_f32_to_fp8(f32(0xffbfffffu), f->f, s) == 0x7f,
+    EXPECT(kv_f64_to_fp8(kv_bits_f64(0x7ff8000000000000ULL), f->f, s) == (e4 ? 0x7f : 0x7e), "%s: +qNaN", sn);
+    EXPECT(kv_f64_to_fp8(kv_bits_f64(0xfff8000000000000ULL), f->f, s) == (e4 ? 0xff : 0xfe), "%s: -qNaN keeps the sign", sn);
+    EXPECT(kv_f64_to_fp8(kv_bits_f64(0x7ffc000000000000ULL), f->f, s) == 0x7f, "%s: qNaN with payload bit 50", sn);
+    EXPECT(kv_f64_to_fp8(kv_bits_f64(0x7ff4000000000000ULL), f->f, s) == 0x7f, "%s: sNaN with payload bit 50", sn);
+    EXPECT(kv_f64_to_fp8(kv_bits_f64(0x7ff0000000000001ULL), f->f, s) == (e4 ? 0x7f : 0x7e), "%s: sNaN, low payload", sn);
+    EXPECT(kv_f64_to_fp8(kv_bits_f64(0xfff7ffffffffffffULL), f->f, s) == 0xff, "%s: -sNaN, all payload bits", sn);
+    EXPECT(kv_f32_to_fp8(kv_bits_f32(0x7fc00000u), f->f, s) == 0x7f && kv_f32_to_fp8(kv_bits_f32(0xffc00000u), f->f, s) == 0x7f &&
+               kv_f32_to_fp8(kv_bits_f32(0x7f800001u), f->f, s) == 0x7f && kv_f32_to_fp8(kv_bits_f32(0xffbfffffu), f->f, s) == 0x7f,
            "%s: every fp32 NaN gives the positive NaN 0x7f", sn);
   }
   for (unsigned b = 0; b < 256; b++)
@@ -290,7 +275,7 @@ static void test_f32_vs_f64(const format *f) {
     const uint64_t r = kv_mix64(i + ((uint64_t)f->bias << 48) + 0xf32);
     /* even i: any pattern; odd i: exponent field around the format's range (2^-24 .. 2^20) */
     const uint32_t u = i & 1 ? (uint32_t)((r & 0x807fffffu) | ((uint32_t)(103 + (r >> 40) % 45) << 23)) : (uint32_t)r;
-    bad += f32_disagrees(f32(u), f->f);
+    bad += f32_disagrees(kv_bits_f32(u), f->f);
   }
   EXPECT(bad == 0, "%d random fp32 values disagree", bad);
 }

@@ -23,26 +23,6 @@ extern "C" {
 #include "numerics/rng.h"
 #include "tests/unit/test_util.h"
 
-static uint32_t bits32(float x) {
-  uint32_t u;
-  memcpy(&u, &x, 4);
-  return u;
-}
-static uint64_t bits64(double x) {
-  uint64_t u;
-  memcpy(&u, &x, 8);
-  return u;
-}
-static float f32(uint32_t u) {
-  float x;
-  memcpy(&x, &u, 4);
-  return x;
-}
-static double f64(uint64_t u) {
-  double x;
-  memcpy(&x, &u, 8);
-  return x;
-}
 
 /* One format: kval's and CUDA's names, largest finite code and the bias and mantissa width
  * of the plain binary ladder. */
@@ -82,7 +62,7 @@ static void check64(const format &f, double x) {
     if (k != c) {
       char msg[256];
       snprintf(msg, sizeof msg, "%s %s fp64 %#018llx (%a): kval %#04x, cuda %#04x", f.name, s.name,
-               (unsigned long long)bits64(x), x, k, c);
+               (unsigned long long)kv_f64_bits(x), x, k, c);
       mismatch(msg);
     }
   }
@@ -93,7 +73,7 @@ static void check32(const format &f, float x) {
     const unsigned k = kv_f32_to_fp8(x, f.kv, s.kv), c = __nv_cvt_float_to_fp8(x, s.cu, f.cu);
     if (k != c) {
       char msg[256];
-      snprintf(msg, sizeof msg, "%s %s fp32 %#010x (%a): kval %#04x, cuda %#04x", f.name, s.name, bits32(x),
+      snprintf(msg, sizeof msg, "%s %s fp32 %#010x (%a): kval %#04x, cuda %#04x", f.name, s.name, kv_f32_bits(x),
                (double)x, k, c);
       mismatch(msg);
     }
@@ -128,7 +108,7 @@ static void test_format(const format &f) {
   for (unsigned b = 0; b < 256; b++) {
     const double k = kv_fp8_to_f64((uint8_t)b, f.kv);
     const double c = (double)__half2float(__half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)b, f.cu)));
-    const bool same = std::isnan(k) || std::isnan(c) ? std::isnan(k) && std::isnan(c) : bits64(k) == bits64(c);
+    const bool same = std::isnan(k) || std::isnan(c) ? std::isnan(k) && std::isnan(c) : kv_f64_bits(k) == kv_f64_bits(c);
     if (!same) {
       char msg[256];
       snprintf(msg, sizeof msg, "pattern %#04x: kval %a, cuda %a", b, k, c);
@@ -181,13 +161,13 @@ static void test_format(const format &f) {
   const uint64_t nan64[] = {0x7ff8000000000000ULL, 0x7ffc000000000000ULL, 0x7ff4000000000000ULL,
                             0x7ff0000000000001ULL, 0x7fffffffffffffffULL, 0x7ff7ffffffffffffULL};
   for (const uint64_t n : nan64) {
-    check64(f, f64(n));
-    check64(f, f64(n | 0x8000000000000000ULL));
+    check64(f, kv_bits_f64(n));
+    check64(f, kv_bits_f64(n | 0x8000000000000000ULL));
   }
   const uint32_t nan32[] = {0x7fc00000u, 0x7fe00000u, 0x7fa00000u, 0x7f800001u, 0x7fffffffu, 0x7fbfffffu};
   for (const uint32_t n : nan32) {
-    check32(f, f32(n));
-    check32(f, f32(n | 0x80000000u));
+    check32(f, kv_bits_f32(n));
+    check32(f, kv_bits_f32(n | 0x80000000u));
   }
   report("special values");
 
@@ -196,7 +176,7 @@ static void test_format(const format &f) {
   for (uint64_t i = 0; i < 10000000; i++) {
     const uint64_t r = kv_mix64(i + ((uint64_t)f.bias << 40) + 0xf8);
     /* sign and mantissa from r, biased exponent 1023-20 .. 1023+20 */
-    const double x = f64((r & 0x800fffffffffffffULL) | ((uint64_t)(1023 - 20 + (int)(kv_mix64(r) % 41)) << 52));
+    const double x = kv_bits_f64((r & 0x800fffffffffffffULL) | ((uint64_t)(1023 - 20 + (int)(kv_mix64(r) % 41)) << 52));
     check64(f, x);
     check32(f, (float)x);
   }

@@ -14,21 +14,6 @@
 #include "numerics/rng.h"
 #include "tests/unit/test_util.h"
 
-static uint32_t bits32(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  return u;
-}
-static float f32(uint32_t u) {
-  float x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
-static double f64(uint64_t u) {
-  double x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
 
 /* A 16-bit format: stored mantissa bits and exponent bias, and the functions under test. */
 typedef struct {
@@ -92,7 +77,7 @@ static void test_widen_exhaustive(const format *f) {
     const double d = decode(f, (uint16_t)h);
     const int is_nan = isnan(d);
     if (is_nan) {
-      const uint32_t payload = (bits32(v) >> (23 - f->mant)) & ((1u << f->mant) - 1);
+      const uint32_t payload = (kv_f32_bits(v) >> (23 - f->mant)) & ((1u << f->mant) - 1);
       bad_widen += !isnan(v) || !signbit(v) != !(h & 0x8000) || payload != (h & ((1u << f->mant) - 1));
     } else {
       bad_widen += (double)v != d || !signbit(v) != !signbit(d);
@@ -157,7 +142,7 @@ static void test_random_oracle(const format *f) {
     const uint64_t r = kv_mix64(i ^ ((uint64_t)f->mant << 56));
     const double mant = 1.0 + (double)(r >> 12) * 0x1p-52; /* [1, 2) */
     const double x = ldexp(mant, lo_exp + (int)((r & 0x3ff) % (unsigned)span)) * ((r >> 10) & 1 ? -1 : 1);
-    const float xf = f32((uint32_t)(r >> 32));
+    const float xf = kv_bits_f32((uint32_t)(r >> 32));
     bad64 += f->from64(x) != oracle(f, x);
     if (!isnan(xf)) bad32 += f->from32(xf) != oracle(f, xf);
   }
@@ -199,14 +184,14 @@ static void test_boundaries(void) {
 
 static void test_nan(void) {
   TEST("NaN: quiet, sign kept, top payload bits kept");
-  EXPECT(kv_f32_to_f16(f32(0x7f800001u)) == 0x7e00, "signalling NaN quieted");
-  EXPECT(kv_f32_to_f16(f32(0xffc00000u)) == 0xfe00, "negative quiet NaN");
-  EXPECT(kv_f32_to_f16(f32(0x7fa00000u)) == 0x7f00, "payload top bits");
-  EXPECT(kv_f64_to_f16(f64(0x7ff0000000000001ULL)) == 0x7e00, "fp64 signalling NaN");
-  EXPECT(kv_f64_to_f16(f64(0xfff8000000000000ULL)) == 0xfe00, "fp64 negative NaN");
-  EXPECT(kv_f32_to_bf16(f32(0x7f800001u)) == 0x7fc0, "bf16 signalling NaN quieted");
-  EXPECT(kv_f32_to_bf16(f32(0xffa00000u)) == 0xffe0, "bf16 payload and sign");
-  EXPECT(kv_f64_to_bf16(f64(0x7ff4000000000000ULL)) == 0x7fe0, "fp64 to bf16 payload");
+  EXPECT(kv_f32_to_f16(kv_bits_f32(0x7f800001u)) == 0x7e00, "signalling NaN quieted");
+  EXPECT(kv_f32_to_f16(kv_bits_f32(0xffc00000u)) == 0xfe00, "negative quiet NaN");
+  EXPECT(kv_f32_to_f16(kv_bits_f32(0x7fa00000u)) == 0x7f00, "payload top bits");
+  EXPECT(kv_f64_to_f16(kv_bits_f64(0x7ff0000000000001ULL)) == 0x7e00, "fp64 signalling NaN");
+  EXPECT(kv_f64_to_f16(kv_bits_f64(0xfff8000000000000ULL)) == 0xfe00, "fp64 negative NaN");
+  EXPECT(kv_f32_to_bf16(kv_bits_f32(0x7f800001u)) == 0x7fc0, "bf16 signalling NaN quieted");
+  EXPECT(kv_f32_to_bf16(kv_bits_f32(0xffa00000u)) == 0xffe0, "bf16 payload and sign");
+  EXPECT(kv_f64_to_bf16(kv_bits_f64(0x7ff4000000000000ULL)) == 0x7fe0, "fp64 to bf16 payload");
   EXPECT(isnan(kv_round_f64(NAN, KV_FP32)) && isnan(kv_round_f32(NAN, KV_FP16)), "rounding keeps NaN");
 }
 
@@ -220,13 +205,13 @@ static void test_f64_to_f32(void) {
     const uint64_t r = kv_mix64(i + 0x5eed);
     const double x = ldexp(1.0 + (double)(r >> 12) * 0x1p-52, -160 + (int)((r & 0x3ff) % 300)) * (r & 0x400 ? -1 : 1);
     kv_store(buf, 0, KV_FP32, x);
-    bad += bits32((float)kv_round_f64(x, KV_FP32)) != bits32((float)x) || bits32(buf[0]) != bits32((float)x);
+    bad += kv_f32_bits((float)kv_round_f64(x, KV_FP32)) != kv_f32_bits((float)x) || kv_f32_bits(buf[0]) != kv_f32_bits((float)x);
   }
   EXPECT(bad == 0, "%d values disagree", bad);
   const double edges[] = {0x1.ffffffp127, 0x1.fffffefp127, 0x1p-150,        0x1.0000001p-150,
                           0x1p-149,       0x1.8p-149,      0x1.fffffep-127, -0.0};
   for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
-    EXPECT(bits32((float)kv_round_f64(edges[i], KV_FP32)) == bits32((float)edges[i]), "edge %a", edges[i]);
+    EXPECT(kv_f32_bits((float)kv_round_f64(edges[i], KV_FP32)) == kv_f32_bits((float)edges[i]), "edge %a", edges[i]);
 }
 
 static void test_helpers(void) {
@@ -287,7 +272,7 @@ static void test_against_gcc(void) {
     const uint64_t r = kv_mix64(i + 0xf16);
     /* even i: any pattern; odd i: exponent in the fp16 range and around it */
     const uint32_t u = i & 1 ? (uint32_t)((r & 0x807fffffu) | ((uint32_t)(96 + (r >> 40) % 52) << 23)) : (uint32_t)r;
-    const float x = f32(u);
+    const float x = kv_bits_f32(u);
     const _Float16 g = (_Float16)x;
     uint16_t gb;
     memcpy(&gb, &g, 2);
@@ -299,7 +284,7 @@ static void test_against_gcc(void) {
   }
   for (uint64_t i = 0; i < 1000000; i++) {
     const uint64_t r = kv_mix64(i + 0xd16);
-    const double x = f64((r & 0x800fffffffffffffULL) | ((uint64_t)(1023 - 28 + (r >> 52) % 46) << 52));
+    const double x = kv_bits_f64((r & 0x800fffffffffffffULL) | ((uint64_t)(1023 - 28 + (r >> 52) % 46) << 52));
     const _Float16 g = (_Float16)x;
     uint16_t gb;
     memcpy(&gb, &g, 2);

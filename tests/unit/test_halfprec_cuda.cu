@@ -30,16 +30,6 @@ static __nv_bfloat16 as_bf16(uint16_t u) {
   r.x = u;
   return __nv_bfloat16(r);
 }
-static float f32(uint32_t u) {
-  float x;
-  memcpy(&x, &u, 4);
-  return x;
-}
-static double f64(uint64_t u) {
-  double x;
-  memcpy(&x, &u, 8);
-  return x;
-}
 
 /* One format: kval's functions and CUDA's, infinity pattern and exponent range. */
 struct format {
@@ -115,12 +105,12 @@ static void test_format(const format &f) {
     const uint64_t r = kv_mix64(i + ((uint64_t)f.inf << 32));
     /* even i: any bit pattern; odd i: exponent field within the format's range and around it */
     const uint32_t field = (uint32_t)(lo + (int)((r >> 40) % (uint64_t)(hi - lo + 1)));
-    const float x = f32(i & 1 ? (uint32_t)((r & 0x807fffffu) | (field << 23)) : (uint32_t)r);
+    const float x = kv_bits_f32(i & 1 ? (uint32_t)((r & 0x807fffffu) | (field << 23)) : (uint32_t)r);
     bad += !same(f.kv32(x), f.cu32(x), f.inf);
   }
   for (uint64_t i = 0; i < 1000000; i++) {
     const uint64_t r = kv_mix64(i + ((uint64_t)f.inf << 40));
-    const double x = f64((r & 0x800fffffffffffffULL) | ((uint64_t)(1023 + f.emin + (int)((r >> 52) % span)) << 52));
+    const double x = kv_bits_f64((r & 0x800fffffffffffffULL) | ((uint64_t)(1023 + f.emin + (int)((r >> 52) % span)) << 52));
     bad += !same(f.kv64(x), f.cu64(x), f.inf);
   }
   EXPECT(bad == 0, "%d values differ", bad);
