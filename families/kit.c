@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const kv_precision_pairs[] = {"fp16:fp32", "bf16:fp32", "fp32:fp32", "fp16:fp16", "bf16:bf16", NULL};
+const char *const kv_precision_pairs[] = {"fp16:fp32", "bf16:fp32", "fp32:fp32", "fp16:fp16",
+                                          "bf16:bf16", "e4m3:fp32", "e5m2:fp32", NULL};
 
 void kv_tag(char *buf, size_t n, const char *fmt, ...) {
   size_t used = strlen(buf);
@@ -95,6 +96,10 @@ void kv_to_float(const void *buf, kv_dtype t, size_t off, size_t n, float *dst) 
   case KV_FP32:
     memcpy(dst, (const float *)buf + off, n * sizeof(float));
     break;
+  case KV_E4M3:
+  case KV_E5M2:
+    for (size_t i = 0; i < n; i++) dst[i] = (float)kv_load(buf, off + i, t); /* exact: 8-bit values are floats */
+    break;
   default:
     for (size_t i = 0; i < n; i++) dst[i] = (float)((const double *)buf)[off + i];
     break;
@@ -112,6 +117,10 @@ void kv_to_double(const void *buf, kv_dtype t, size_t off, size_t n, double *dst
     break;
   case KV_FP32:
     for (size_t i = 0; i < n; i++) dst[i] = ((const float *)buf)[off + i];
+    break;
+  case KV_E4M3:
+  case KV_E5M2:
+    for (size_t i = 0; i < n; i++) dst[i] = kv_load(buf, off + i, t);
     break;
   default:
     memcpy(dst, (const double *)buf + off, n * sizeof(double));

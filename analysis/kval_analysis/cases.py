@@ -8,7 +8,13 @@ import pandas as pd
 
 from .io import case_frame, output_mask
 
-UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24, "fp64": 2.0**-53}
+UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24, "fp64": 2.0**-53, "e4m3": 2.0**-4,
+                 "e5m2": 2.0**-3}
+# kval's rules for 8-bit storage (src/core/dtype.c: kv_precision_output, kv_precision_accum_roundoff):
+# outputs are bf16, and the tensor cores' fp32 accumulation keeps FP8_ACC_BITS significand bits
+# (src/numerics/fp8.h KV_FP8_ACC_BITS; test_analysis checks the two agree).
+FP8_STORAGE = ("e4m3", "e5m2")
+FP8_ACC_BITS = 14
 ERROR_STATS = ("max_bound_ratio", "max_abs", "max_rel", "rel_l2", "max_ulp", "p99_ulp", "floor_ratio",
                "aux_max_abs", "n_nan", "n_inf")
 THROUGHPUT_STATS = ("time_median", "tflops", "gbps", "intensity", "roofline_frac")
@@ -22,6 +28,17 @@ def split_precision(precision):
 
 def unit_roundoff(dtype):
     return UNIT_ROUNDOFF.get(dtype, np.nan)
+
+
+def output_type(storage):
+    """The type of a case's outputs: the storage type, bf16 for 8-bit storage."""
+    return "bf16" if storage in FP8_STORAGE else storage
+
+
+def accum_roundoff(precision):
+    """u of the accumulation the tolerance charges: the accumulator's, 2^-FP8_ACC_BITS for FP8."""
+    storage, accum = split_precision(precision)
+    return 2.0**-FP8_ACC_BITS if storage in FP8_STORAGE else unit_roundoff(accum)
 
 
 def parse_shape(shape):

@@ -35,7 +35,8 @@ void kv_norm_dims_of(const kv_case *c, kv_norm_dims *d) {
 
 static const char *norm_invalid(const kv_case *c, const char *backend) {
   (void)backend;
-  return kv_precision_invalid_reason(c->prec);
+  const char *why = kv_precision_invalid_reason(c->prec);
+  return why ? why : kv_norm_unsupported(c->prec);
 }
 
 static void norm_cost(const kv_case *c, kv_cost *o, int ln) {
@@ -133,6 +134,7 @@ static int norm_path_tag(int ln, int i, char *b, size_t n) {
     for (int p = 0; kv_precision_pairs[p]; p++) {
       kv_precision prec;
       kv_precision_parse(kv_precision_pairs[p], &prec);
+      if (kv_norm_unsupported(prec)) continue;
       for (long long h = 1; h <= 65536; h++) {
         const int c = kv_norm_choice(ln, prec.storage, prec.accum, h);
         reach[ln][p] |= c >= 0 ? 1ULL << c : 1ULL << 63;

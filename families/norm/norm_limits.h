@@ -61,6 +61,12 @@ static inline int kv_norm_holds(kv_dtype storage, long long hidden, int config) 
   return (long long)c.tpr * c.nv >= kv_norm_vectors(storage, hidden, c.kind);
 }
 
+/* NULL when a norm kernel exists for the precision (fp16, bf16, fp32 storage), else why not. */
+static inline const char *kv_norm_unsupported(kv_precision p) {
+  return p.storage == KV_E4M3 || p.storage == KV_E5M2 ? "norm: 8-bit storage is a GEMM storage type (no norm kernel)"
+                                                      : NULL;
+}
+
 /* The measured choice (families/norm/bench/norm_bench.cu on an H200; docs/PERFORMANCE.md) for
  * 16-byte aligned tensors: one warp or less per row up to 32 vectors; then two vectors per
  * thread and as many threads per row as that takes up to 512 vectors (RMSNorm: four), four

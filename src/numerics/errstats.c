@@ -118,9 +118,8 @@ int kv_errstats_compute(const void *out, kv_dtype out_t, const int64_t *index, c
   hist_table ht;
   hist_table_init(&ht);
 
-  /* the two coefficients of kv_tolerance_bound(), computed as it computes them */
-  const double coef_ref = tol->c1 * kv_dtype_unit_roundoff(prec.storage);
-  const double coef_mag = tol->c2 * sqrt(red_len > 1.0 ? red_len : 1.0) * kv_dtype_unit_roundoff(prec.accum);
+  double coef_ref, coef_mag; /* the two coefficients of kv_tolerance_bound() */
+  kv_tolerance_coefs(tol, prec, red_len, &coef_ref, &coef_mag);
   const double bias_min = kv_min_normal(out_t);
   double sum_abs = 0.0, sum_err2 = 0.0, sum_ref2 = 0.0, max_round = 0.0, sum_e = 0.0, sum_s = 0.0, sum_e2 = 0.0;
   size_t n_finite = 0;

@@ -12,6 +12,13 @@
 #include "numerics/bits.h"
 
 typedef enum { KV_FP8_E4M3 = 0, KV_FP8_E5M2 = 1 } kv_fp8_format;
+
+/* Significand bits (hidden one included) that the model of Hopper's FP8 tensor-core
+ * accumulation keeps: its fp32 accumulator holds about 14 (DeepSeek-V3 technical report,
+ * sec. 3.3.2: "around 14 bits") until kval's tensor-core probes measure it on the GPU at hand
+ * (docs/NUMERICS.md). The tolerance charges u = 2^-14 for the accumulation of FP8 GEMMs
+ * (kv_precision_accum_roundoff, core/dtype.c). */
+#define KV_FP8_ACC_BITS 14
 typedef enum { KV_FP8_NOSAT = 0, KV_FP8_SATFINITE = 1 } kv_fp8_saturation;
 
 /* Round to nearest even, directly from double (no double rounding), as

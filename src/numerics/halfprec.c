@@ -1,6 +1,6 @@
 /* halfprec.c - fp16/bf16/fp32 narrowing with round-to-nearest-even and exact widening, all in
  * integer arithmetic on the bit patterns (no host FPU rounding mode, no F16C); typed loads and
- * stores of storage buffers, ULP distances and the largest finite value of each type.
+ * stores of storage buffers (the 8-bit types through numerics/fp8.h), ULP distances and the largest finite value of each type.
  *
  * One generic narrowing routine, kv_narrow_bits() (numerics/narrow.h, shared with the device
  * error statistics), rounds the magnitude bits of a binary format with SM stored mantissa bits
@@ -13,7 +13,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "numerics/fp8.h"
 #include "numerics/narrow.h"
+
+/* 8-bit storage is written with saturation to the largest finite value (SATFINITE), as FP8
+ * quantisation does; the device generator (backends/cuda/generate.cu) rounds alike. */
+static inline kv_fp8_format fp8_format(kv_dtype t) { return t == KV_E4M3 ? KV_FP8_E4M3 : KV_FP8_E5M2; }
 
 
 uint16_t kv_f32_to_f16(float x) {
@@ -56,6 +61,8 @@ double kv_round_f64(double x, kv_dtype t) {
     case KV_FP16: return kv_f16_to_f32(kv_f64_to_f16(x));
     case KV_BF16: return kv_bf16_to_f32(kv_f64_to_bf16(x));
     case KV_FP32: return f64_to_f32(x);
+    case KV_E4M3:
+    case KV_E5M2: return kv_fp8_to_f64(kv_f64_to_fp8(x, fp8_format(t), KV_FP8_SATFINITE), fp8_format(t));
     default: return x;
   }
 }
@@ -65,6 +72,8 @@ double kv_load(const void *buf, size_t i, kv_dtype t) {
     case KV_FP16: return kv_f16_to_f32(((const uint16_t *)buf)[i]);
     case KV_BF16: return kv_bf16_to_f32(((const uint16_t *)buf)[i]);
     case KV_FP32: return ((const float *)buf)[i];
+    case KV_E4M3:
+    case KV_E5M2: return kv_fp8_to_f64(((const uint8_t *)buf)[i], fp8_format(t));
     default: return ((const double *)buf)[i];
   }
 }
@@ -74,6 +83,8 @@ void kv_store(void *buf, size_t i, kv_dtype t, double v) {
     case KV_FP16: ((uint16_t *)buf)[i] = kv_f64_to_f16(v); break;
     case KV_BF16: ((uint16_t *)buf)[i] = kv_f64_to_bf16(v); break;
     case KV_FP32: ((float *)buf)[i] = f64_to_f32(v); break;
+    case KV_E4M3:
+    case KV_E5M2: ((uint8_t *)buf)[i] = kv_f64_to_fp8(v, fp8_format(t), KV_FP8_SATFINITE); break;
     default: ((double *)buf)[i] = v; break;
   }
 }
@@ -88,6 +99,8 @@ double kv_dtype_max(kv_dtype t) {
     case KV_FP16: return 65504.0;
     case KV_BF16: return kv_bits_f64(0x47efe00000000000ULL); /* (2 - 2^-7) * 2^127 */
     case KV_FP32: return kv_bits_f64(0x47efffffe0000000ULL); /* (2 - 2^-23) * 2^127 */
+    case KV_E4M3: return kv_fp8_max(KV_FP8_E4M3);
+    case KV_E5M2: return kv_fp8_max(KV_FP8_E5M2);
     default: return kv_bits_f64(0x7fefffffffffffffULL);
   }
 }

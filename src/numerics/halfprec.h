@@ -32,7 +32,8 @@ static inline float kv_f16_to_f32(uint16_t h) {
 
 static inline float kv_bf16_to_f32(uint16_t h) { return kv_bits_f32((uint32_t)h << 16); }
 
-/* Round x to type t (fp16, bf16, fp32 or fp64) and return it widened again. */
+/* Round x to type t (fp16, bf16, fp32 or fp64; kv_round_f64 also e4m3, e5m2 with saturation)
+ * and return it widened again. */
 float kv_round_f32(float x, kv_dtype t);
 double kv_round_f64(double x, kv_dtype t);
 

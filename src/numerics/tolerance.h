@@ -1,6 +1,7 @@
 /* tolerance.h - the per-element tolerance bound of a case:
  *   bound = c1 * u_out * |ref| + c2 * sqrt(K) * u_acc * mag + abs_floor
- * with u_out the unit roundoff of the storage type, u_acc of the accumulator, K the
+ * with u_out the unit roundoff of the output type (kv_precision_output), u_acc of the
+ * accumulation (kv_precision_accum_roundoff), K the
  * reduction length and mag the family's magnitude term (|A|^T|B| for GEMM). Defaults per
  * precision and their derivation are in docs/NUMERICS.md; a deck's [run] section may
  * override c1, c2, rel_floor and abs_floor. */
@@ -29,7 +30,17 @@ typedef struct {
 #define KV_BIAS_SIGMAS 6.0
 #define KV_BIAS_MIN_ELEMENTS 1000
 
+#ifdef __cplusplus
+extern "C" {
+#endif
 kv_tolerance kv_tolerance_default(kv_precision p);
+/* The bound's two coefficients: *coef_ref = c1 u_out, *coef_mag = c2 sqrt(K) u_acc. The host and
+ * device error statistics take them from here, so their ratios are bit for bit
+ * err / kv_tolerance_bound(). */
+void kv_tolerance_coefs(const kv_tolerance *t, kv_precision p, double red_len, double *coef_ref, double *coef_mag);
 double kv_tolerance_bound(const kv_tolerance *t, kv_precision p, double ref, double mag, double red_len);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

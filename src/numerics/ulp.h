@@ -19,9 +19,11 @@
 
 /* Significand bits (the hidden one included) and minimum normal exponent of a type. */
 KV_ULP_FN int kv_type_precision(kv_dtype t) {
-  return t == KV_FP16 ? 11 : t == KV_BF16 ? 8 : t == KV_FP32 ? 24 : 53;
+  return t == KV_FP16 ? 11 : t == KV_BF16 ? 8 : t == KV_FP32 ? 24 : t == KV_E4M3 ? 4 : t == KV_E5M2 ? 3 : 53;
 }
-KV_ULP_FN int kv_type_emin(kv_dtype t) { return t == KV_FP16 ? -14 : t == KV_FP64 ? -1022 : -126; }
+KV_ULP_FN int kv_type_emin(kv_dtype t) {
+  return t == KV_FP16 || t == KV_E5M2 ? -14 : t == KV_E4M3 ? -6 : t == KV_FP64 ? -1022 : -126;
+}
 
 /* The smallest normal value of t, 2^emin. */
 KV_ULP_FN double kv_min_normal(kv_dtype t) {

@@ -120,7 +120,7 @@ static void judge_aux(const kv_case *c, const kv_run_settings *rs, const kv_case
 static void judge_bias(const kv_case *c, const kv_run_settings *rs, kv_result *r) {
   const kv_errstats *s = &r->stats;
   const kv_family *f = c->fp->family;
-  if (rs->bias_limit <= 0.0 || !f->unbiased || !f->unbiased(c) || c->prec.storage == KV_FP32 ||
+  if (rs->bias_limit <= 0.0 || !f->unbiased || !f->unbiased(c) || kv_precision_output(c->prec) == KV_FP32 ||
       s->n_bias < KV_BIAS_MIN_ELEMENTS)
     return;
   const double limit = fmax(rs->bias_limit, KV_BIAS_SIGMAS * s->bias_se);

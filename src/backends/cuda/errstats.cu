@@ -345,9 +345,7 @@ extern "C" kv_status kv_cuda_errstats(const void *d_out, kv_dtype out_t, const i
   p.ref = d_ref;
   p.mag = d_mag;
   p.n = n;
-  /* the coefficients of kv_tolerance_bound(), as kv_errstats_compute computes them */
-  p.coef_ref = tol->c1 * kv_dtype_unit_roundoff(prec.storage);
-  p.coef_mag = tol->c2 * sqrt(red_len > 1.0 ? red_len : 1.0) * kv_dtype_unit_roundoff(prec.accum);
+  kv_tolerance_coefs(tol, prec, red_len, &p.coef_ref, &p.coef_mag); /* those of kv_tolerance_bound() */
   p.abs_floor = tol->abs_floor;
   p.rel_floor = tol->rel_floor;
   p.bias_min = kv_min_normal(out_t);

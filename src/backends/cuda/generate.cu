@@ -5,9 +5,12 @@
  * __double2half and __double2bfloat16 are the PTX instructions cvt.rn.f16.f64 and
  * cvt.rn.bf16.f64 on sm_90 (a single correctly rounded conversion from double, no detour
  * through float), __double2float_rn likewise. The result is bit-identical to the host's
- * integer-arithmetic conversions (kv_f64_to_f16 / kv_f64_to_bf16), which tests/gpu checks. */
+ * integer-arithmetic conversions (kv_f64_to_f16 / kv_f64_to_bf16), which tests/gpu checks.
+ * The 8-bit types round once from double with saturation to the largest finite value
+ * (__nv_cvt_double_to_fp8 with __NV_SATFINITE), as the host's kv_f64_to_fp8 does. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "core/cuda_check.cuh"
 #include "backends/cuda/device.h"
@@ -19,6 +22,12 @@ __device__ __forceinline__ void store_rounded(__half *p, double v) { *p = __doub
 __device__ __forceinline__ void store_rounded(__nv_bfloat16 *p, double v) { *p = __double2bfloat16(v); }
 __device__ __forceinline__ void store_rounded(float *p, double v) { *p = __double2float_rn(v); }
 __device__ __forceinline__ void store_rounded(double *p, double v) { *p = v; }
+__device__ __forceinline__ void store_rounded(__nv_fp8_e4m3 *p, double v) {
+  p->__x = __nv_cvt_double_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+}
+__device__ __forceinline__ void store_rounded(__nv_fp8_e5m2 *p, double v) {
+  p->__x = __nv_cvt_double_to_fp8(v, __NV_SATFINITE, __NV_E5M2);
+}
 
 template <class T>
 __global__ void __launch_bounds__(256) generate_kernel(T *out, size_t n, uint64_t key, int dist, double scale,
@@ -52,6 +61,8 @@ extern "C" kv_status kv_cuda_generate(void *d_buf, const kv_tensor_spec *t, uint
     case KV_BF16: return launch<__nv_bfloat16>(d_buf, t, key, s);
     case KV_FP32: return launch<float>(d_buf, t, key, s);
     case KV_FP64: return launch<double>(d_buf, t, key, s);
+    case KV_E4M3: return launch<__nv_fp8_e4m3>(d_buf, t, key, s);
+    case KV_E5M2: return launch<__nv_fp8_e5m2>(d_buf, t, key, s);
     default:
       kv_report(__FILE__, __LINE__, "generate", "tensor %s: unsupported dtype %d", t->name, (int)t->dtype);
       return KV_ERR;
