@@ -149,6 +149,8 @@ static void axes_text(const kv_case *c, int csv, char *buf, size_t n) {
     char value[96];
     if (axes[a].type == KV_AXIS_INT)
       snprintf(value, sizeof value, "%lld", c->ival[a]);
+    else if (axes[a].type == KV_AXIS_REAL)
+      snprintf(value, sizeof value, "%.17g", c->rval[a]);
     else
       snprintf(value, sizeof value, "%s", c->sval[a]);
     const int w = csv ? snprintf(buf + used, n - used, ",%s", value)

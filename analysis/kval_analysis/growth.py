@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import plots, stats
-from .cases import split_precision, unit_roundoff
+from .cases import accum_roundoff, output_type, split_precision, unit_roundoff
 from .io import family_kind, output_mask
 
 THEORY = {"no growth: the output-rounding floor": 0.0, "random-sign, round to nearest (sqrt(K) u)": 0.5,
@@ -30,25 +30,29 @@ GROWTH = {
     "layernorm": [("hidden", "hidden", "hidden size (elements reduced per row)", "hidden")],
     "rmsnorm": [("hidden", "hidden", "hidden size (elements reduced per row)", "hidden")],
 }
-FACETS = ("headdim", "dist", "variant")  # axes shown side by side, never averaged
+FACETS = ("headdim", "dist", "variant", "promote")  # axes shown side by side, never averaged
 # The axes that set the reduction length (the regressor, not strata); other families: _fixes_k.
 K_AXES = {"gemm": ("shape",), "fa2": ("seqlen",), "layernorm": ("hidden",), "rmsnorm": ("hidden",)}
 QUANTITIES = (("rel_l2", "relative L2 error"), ("p99_ulp", "99th percentile error (ULPs)"))
 
 
 def theory_lines(precisions):
-    """Callback for the charts drawing sqrt(K)*u and K*u of each accumulator and the output
-    rounding u of each storage type on the rel_l2 panel."""
-    accs = sorted({split_precision(p)[1] for p in precisions}, key=lambda t: -unit_roundoff(t))
-    stores = sorted({split_precision(p)[0] for p in precisions}, key=lambda t: -unit_roundoff(t))
+    """Callback for the charts drawing sqrt(K)*u and K*u of each accumulation and the output
+    rounding u of each output type on the rel_l2 panel (FP8: the tensor cores' 14-bit
+    accumulation, bf16 outputs)."""
+    def acc_name(p):
+        storage, accum = split_precision(p)
+        return "fp8-tc" if storage != output_type(storage) else accum
+    accs = {acc_name(p): accum_roundoff(p) for p in precisions}
+    accs = sorted(accs.items(), key=lambda t: -t[1])
+    stores = sorted({output_type(split_precision(p)[0]) for p in precisions}, key=lambda t: -unit_roundoff(t))
 
     def draw(ax, metric, xs, colors):
         if metric != "rel_l2" or len(xs) == 0:
             return
         lo, hi = ax.get_ylim()
         xs = np.asarray(xs, dtype=float)
-        for acc in accs:
-            u = unit_roundoff(acc)
+        for acc, u in accs:
             if not np.isfinite(u):
                 continue
             grey = THEORY_GREY.get(acc, "0.3")
@@ -59,7 +63,7 @@ def theory_lines(precisions):
             u = unit_roundoff(st)
             if np.isfinite(u):
                 ax.axhline(u, color=THEORY_GREY.get(st, "0.3"), linestyle="-.", linewidth=0.8,
-                           label=f"u of {st} storage (output rounding)")
+                           label=f"u of {st} output (output rounding)")
         ax.set_ylim(lo / 3, hi * 20)
 
     return draw
@@ -73,7 +77,7 @@ def fit_table(typical, frames):
         if w.empty or "precision" not in w or "red_len" not in w:
             continue
         w = w[output_mask(w["status"])]
-        keys = [k for k in ("precision", "dist", "variant") if k in axes]
+        keys = [k for k in ("precision", "dist", "variant", "promote") if k in axes]
         drivers = K_AXES.get(family_kind(name)) or [a for a in axes if _fixes_k(w, a)]
         others = [a for a in axes if a not in keys and a not in drivers]
         for key, part in w.groupby(keys, sort=False):

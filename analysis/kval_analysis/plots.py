@@ -20,8 +20,8 @@ DPI = 110
 MAX_LEGEND = 24
 # One colour per precision, the same in every chart of every page.
 PRECISION_COLORS = {"fp16:fp32": "#1f77b4", "bf16:fp32": "#ff7f0e", "fp32:fp32": "#2ca02c", "fp16:fp16": "#d62728",
-                    "bf16:bf16": "#9467bd"}
-EXTRA_COLORS = ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+                    "bf16:bf16": "#9467bd", "e4m3:fp32": "#8c564b", "e5m2:fp32": "#e377c2"}
+EXTRA_COLORS = ("#7f7f7f", "#bcbd22", "#17becf")
 NONFINITE_MARK = {"marker": "x", "color": "#c00000", "s": 40, "zorder": 5}
 
 

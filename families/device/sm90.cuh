@@ -4,7 +4,8 @@
  * and 4-D tile loads (cp.async.bulk.tensor completing on an mbarrier) and stores with their
  * bulk groups, proxy fence and named barrier, the wgmma shared-memory matrix descriptor for
  * 128-byte swizzled tiles, wgmma.mma_async m64n256k16 and m64n8k16 (fp32 accumulators for fp16/bf16
- * inputs, fp16 accumulators for fp16 inputs) and setmaxnreg; on the host, kv::tma_encode_fn,
+ * inputs, fp16 accumulators for fp16 inputs), m64n128k32 (fp32 accumulators for e4m3/e5m2
+ * inputs) and setmaxnreg; on the host, kv::tma_encode_fn,
  * the driver's cuTensorMapEncodeTiled. The shared-memory address helper is sm80.cuh's. */
 #ifndef KVAL_DEVICE_SM90_CUH
 #define KVAL_DEVICE_SM90_CUH
@@ -14,6 +15,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <stdint.h>
 
 #include <type_traits>
@@ -168,6 +170,7 @@ __device__ __forceinline__ void reg_fence(uint32_t &r) { asm volatile("" : "+r"(
 #define KV_WG_F128                                                                            \
   KV_WG_F16(0), KV_WG_F16(16), KV_WG_F16(32), KV_WG_F16(48), KV_WG_F16(64), KV_WG_F16(80),    \
       KV_WG_F16(96), KV_WG_F16(112)
+#define KV_WG_F64 KV_WG_F16(0), KV_WG_F16(16), KV_WG_F16(32), KV_WG_F16(48)
 #define KV_WG_R4(i) "+r"(d[i]), "+r"(d[i + 1]), "+r"(d[i + 2]), "+r"(d[i + 3])
 #define KV_WG_R16(i) KV_WG_R4(i), KV_WG_R4(i + 4), KV_WG_R4(i + 8), KV_WG_R4(i + 12)
 #define KV_WG_R64 KV_WG_R16(0), KV_WG_R16(16), KV_WG_R16(32), KV_WG_R16(48)
@@ -202,6 +205,24 @@ __device__ __forceinline__ void wgmma_m64n256k16_f16(uint32_t (&d)[64], uint64_t
                : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
 }
 
+/* d (+)= A B for a 64 x 128 x 32 step of FP8 inputs (T __nv_fp8_e4m3 or __nv_fp8_e5m2, both
+ * operands), fp32 accumulators; A and B K-major (FP8 wgmma has no transpose). */
+template <class T>
+__device__ __forceinline__ void wgmma_m64n128k32_f32(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  if constexpr (std::is_same<T, __nv_fp8_e4m3>::value) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " KV_WG_REGS64 ", %64, %65, p, 1, 1;\n}\n"
+                 : KV_WG_F64
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  } else {
+    static_assert(std::is_same<T, __nv_fp8_e5m2>::value, "FP8 wgmma takes e4m3 or e5m2");
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2 " KV_WG_REGS64 ", %64, %65, p, 1, 1;\n}\n"
+                 : KV_WG_F64
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  }
+}
+
 /* d (+)= A B for a 64 x 8 x 16 step, fp32 accumulators, A (64 x 16) and B (8 x 16) K-major
  * from shared memory: the single-warpgroup instruction of the tensor-core probes. */
 template <class T>
@@ -214,6 +235,21 @@ __device__ __forceinline__ void wgmma_m64n8k16_f32(float (&d)[4], uint64_t desc_
   else
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+/* The same for a 64 x 8 x 32 step of e4m3 or e5m2 inputs (no transpose immediates for FP8). */
+template <class T>
+__device__ __forceinline__ void wgmma_m64n8k32_f32(float (&d)[4], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  if constexpr (std::is_same_v<T, __nv_fp8_e4m3>)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }

@@ -34,6 +34,10 @@ static const kv_axis_desc gemm_axes[] = {
      "inputs: normal, uniform on [-1,1), or near_max (outputs near the fp16 maximum)"},
     {"alpha", KV_AXIS_REAL, "1", NULL, -1e6, 1e6, "scale of op(A) op(B)"},
     {"beta", KV_AXIS_REAL, "0", NULL, -1e6, 1e6, "scale of C (C is an input only when beta != 0)"},
+    {"scale_a", KV_AXIS_REAL, "1", NULL, 0x1p-32, 0x1p32, "FP8 per-tensor scale of A (values scale_a * A; 1 otherwise)"},
+    {"scale_b", KV_AXIS_REAL, "1", NULL, 0x1p-32, 0x1p32, "FP8 per-tensor scale of B (values scale_b * B; 1 otherwise)"},
+    {"promote", KV_AXIS_INT, "0", NULL, 0, 1 << 30,
+     "FP8: products the tensor cores accumulate before adding into fp32 registers (0: never)"},
     {NULL, KV_AXIS_INT, NULL, NULL, 0, 0, NULL}};
 
 
@@ -78,6 +82,11 @@ void kv_gemm_dims_of(const kv_case *c, kv_gemm_dims *d) {
   d->alpha = kv_case_real(c, "alpha");
   d->beta = kv_case_real(c, "beta");
   d->has_c = d->beta != 0.0;
+  d->scale_a = kv_case_real(c, "scale_a");
+  d->scale_b = kv_case_real(c, "scale_b");
+  d->promote = kv_case_int(c, "promote");
+  d->st = c->prec.storage;
+  d->out = kv_precision_output(c->prec);
 }
 
 static const char *gemm_invalid(const kv_case *c, const char *backend) {
@@ -88,16 +97,19 @@ static const char *gemm_invalid(const kv_case *c, const char *backend) {
     return "shape must be MxNxK with positive integers (e.g. 1024x1024x1024)";
   const int variant = kv_gemm_variant_of(kv_case_str(c, "variant"));
   if (variant == KV_GEMM_CUBLAS && backend && strcmp(backend, "cpu") == 0) return "cublas needs the cuda backend";
+  if (!kv_dtype_is_fp8(c->prec.storage) && (kv_case_real(c, "scale_a") != 1.0 || kv_case_real(c, "scale_b") != 1.0))
+    return "gemm: scale_a and scale_b apply to FP8 storage only (1 for fp16/bf16)";
   const char *layout = kv_case_str(c, "layout");
-  return kv_gemm_unsupported(variant, m, n, k, layout[0] == 't', layout[1] == 't', c->prec);
+  return kv_gemm_unsupported(variant, m, n, k, layout[0] == 't', layout[1] == 't', c->prec, kv_case_int(c, "promote"));
 }
 
 static void gemm_cost(const kv_case *c, kv_cost *o) {
   kv_gemm_dims d;
   kv_gemm_dims_of(c, &d);
-  double m = (double)d.m, n = (double)d.n, k = (double)d.k, s = (double)kv_dtype_size(c->prec.storage);
+  double m = (double)d.m, n = (double)d.n, k = (double)d.k;
+  const double s_in = (double)kv_dtype_size(d.st), s_out = (double)kv_dtype_size(d.out);
   o->flops = 2.0 * m * n * k;
-  o->bytes = (m * k + k * n + m * n * (d.has_c ? 2.0 : 1.0)) * s;
+  o->bytes = (m * k + k * n) * s_in + m * n * (d.has_c ? 2.0 : 1.0) * s_out;
   o->red_len = k;
   o->ref_flops = 4.0 * m * n * k; /* products and sums of both the value and |A||B| */
   /* reference: value and magnitude of D, plus the upcast A and B of the DGEMMs */
@@ -126,8 +138,8 @@ static void gemm_tensors(const kv_case *c, kv_tensors *t) {
   t->n_out = 1;
   kv_spec_in(&t->in[0], "a", st, m * k, base, scale, offset);
   kv_spec_in(&t->in[1], "b", st, k * n, base, scale, offset);
-  if (d.has_c) kv_spec_in(&t->in[2], "c", st, m * n, c_base, 1.0, 0.0);
-  kv_spec_out(&t->out[0], "d", st, m * n);
+  if (d.has_c) kv_spec_in(&t->in[2], "c", d.out, m * n, c_base, 1.0, 0.0);
+  kv_spec_out(&t->out[0], "d", d.out, m * n);
 }
 
 /* fp32 accumulation of products of both signs: the tensor cores' truncation averages out and the
@@ -154,9 +166,10 @@ static const kv_coord_desc gemm_coords[] = {
     {NULL, NULL, NULL, NULL}};
 
 /* The kernel path from the rules the dispatcher calls (gemm_limits.h): the instantiation, the
- * wgmma grid (its small tile below one wave of SMs) and epilogue (TMA store or direct), the mma
- * load path, partial tiles in M, N and K of the tile the kernel runs, alpha != 1, beta != 0,
- * the input distribution. */
+ * wgmma grid (its small tile below one wave of SMs; FP8 has one tile) and epilogue (TMA store or
+ * direct), the mma load path, partial tiles in M, N and K of the tile the kernel runs, FP8
+ * promotion or fast accumulation and scales != 1, alpha != 1, beta != 0, the input
+ * distribution. */
 static void gemm_path(const kv_case *c, char *b, size_t n) {
   const char *v = kv_case_str(c, "variant"), *layout = kv_case_str(c, "layout");
   const int var = kv_gemm_variant_of(v), a_t = layout[0] == 't', b_t = layout[1] == 't';
@@ -165,7 +178,12 @@ static void gemm_path(const kv_case *c, char *b, size_t n) {
   b[0] = '\0';
   kv_tag(b, n, "gemm:%s:%s:%s", v, kv_case_str(c, "precision"), layout);
   long long bm = 0, bn = 0, bk = 0;
-  if (var == KV_GEMM_WGMMA) {
+  const int fp8 = kv_dtype_is_fp8(c->prec.storage);
+  const char *tile = fp8 ? "fp8:" : ""; /* FP8 tiles and epilogue are tagged apart */
+  if (var == KV_GEMM_WGMMA && fp8) {
+    kv_tag(b, n, "gemm:%s:fp8:%s", v, kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
+    bm = KV_GEMM_FP8_BM, bn = KV_GEMM_FP8_BN, bk = KV_GEMM_FP8_BK;
+  } else if (var == KV_GEMM_WGMMA) {
     const int small = kv_gemm_wgmma_small(m, nn, c->prec.accum, KV_GEMM_PATH_SMS);
     kv_tag(b, n, "gemm:%s:%s", v, small ? "small-grid" : "full-grid");
     kv_tag(b, n, "gemm:%s:%s", v, kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
@@ -174,9 +192,13 @@ static void gemm_path(const kv_case *c, char *b, size_t n) {
     kv_tag(b, n, "gemm:%s:%s", v, kv_gemm_mma_vector_loads(m, nn, k, a_t, b_t) ? "vector-loads" : "scalar-loads");
     bm = KV_GEMM_MMA_BM, bn = KV_GEMM_MMA_BN, bk = KV_GEMM_MMA_BK;
   }
-  if (bm && m % bm) kv_tag(b, n, "gemm:%s:m-tail", v);
-  if (bn && nn % bn) kv_tag(b, n, "gemm:%s:n-tail", v);
-  if (bk && k % bk) kv_tag(b, n, "gemm:%s:k-tail", v);
+  if (bm && m % bm) kv_tag(b, n, "gemm:%s:%sm-tail", v, tile);
+  if (bn && nn % bn) kv_tag(b, n, "gemm:%s:%sn-tail", v, tile);
+  if (bk && k % bk) kv_tag(b, n, "gemm:%s:%sk-tail", v, tile);
+  if (fp8) {
+    kv_tag(b, n, "gemm:%s:fp8:%s", v, kv_case_int(c, "promote") > 0 ? "promoted" : "fast-accum");
+    if (kv_case_real(c, "scale_a") != 1.0 || kv_case_real(c, "scale_b") != 1.0) kv_tag(b, n, "gemm:%s:fp8:scaled", v);
+  }
   if (kv_case_real(c, "alpha") != 1.0) kv_tag(b, n, "gemm:%s:alpha", v);
   if (kv_case_real(c, "beta") != 0.0) kv_tag(b, n, "gemm:%s:beta", v);
   kv_tag(b, n, "gemm:%s:dist=%s", v, kv_case_str(c, "dist"));
@@ -188,19 +210,27 @@ static int gemm_path_tag(int i, char *b, size_t n) {
   static const char *const wgmma[] = {"small-grid", "full-grid", "tma-store", "direct-store", "m-tail", "n-tail", "k-tail", NULL};
   static const char *const mma[] = {"vector-loads", "scalar-loads", "m-tail", "n-tail", "k-tail", NULL};
   static const char *const none[] = {NULL};
+  static const char *const fp8[] = {"promoted", "fast-accum", "scaled", NULL};
+  static const char *const wgmma_fp8[] = {"tma-store", "direct-store", "m-tail", "n-tail", "k-tail", NULL};
   for (int v = 0; gemm_variants[v]; v++) {
     const int var = kv_gemm_variant_of(gemm_variants[v]);
     for (int p = 0; kv_precision_pairs[p]; p++)
       for (int l = 0; gemm_layouts[l]; l++) {
         kv_precision prec;
         if (kv_precision_parse(kv_precision_pairs[p], &prec) != 0 ||
-            kv_gemm_unsupported(var, 256, 256, 256, gemm_layouts[l][0] == 't', gemm_layouts[l][1] == 't', prec))
+            kv_gemm_unsupported(var, 256, 256, 256, gemm_layouts[l][0] == 't', gemm_layouts[l][1] == 't', prec, 0))
           continue;
         if (kv_tag_at(&i, b, n, "gemm:%s:%s:%s", gemm_variants[v], kv_precision_pairs[p], gemm_layouts[l])) return 1;
       }
     const char *const *what = var == KV_GEMM_WGMMA ? wgmma : var == KV_GEMM_MMA ? mma : none;
     for (int w = 0; what[w]; w++)
       if (kv_tag_at(&i, b, n, "gemm:%s:%s", gemm_variants[v], what[w])) return 1;
+    if (var != KV_GEMM_MMA)
+      for (int w = 0; fp8[w]; w++)
+        if (kv_tag_at(&i, b, n, "gemm:%s:fp8:%s", gemm_variants[v], fp8[w])) return 1;
+    if (var == KV_GEMM_WGMMA)
+      for (int w = 0; wgmma_fp8[w]; w++)
+        if (kv_tag_at(&i, b, n, "gemm:%s:fp8:%s", gemm_variants[v], wgmma_fp8[w])) return 1;
     if (kv_tag_at(&i, b, n, "gemm:%s:alpha", gemm_variants[v]) || kv_tag_at(&i, b, n, "gemm:%s:beta", gemm_variants[v])) return 1;
     for (int d = 0; gemm_dists[d]; d++)
       if (kv_tag_at(&i, b, n, "gemm:%s:dist=%s", gemm_variants[v], gemm_dists[d])) return 1;

@@ -20,6 +20,9 @@ typedef struct {
   int a_trans, b_trans; /* layout letter 't': A stored as row-major KxM / B as row-major NxK */
   double alpha, beta;
   int has_c;            /* beta != 0: input 2 is C (row-major MxN) */
+  double scale_a, scale_b; /* FP8 per-tensor scales: the values are scale_a A, scale_b B */
+  long long promote;       /* FP8 promotion interval in products, 0 = never (gemm_limits.h) */
+  kv_dtype st, out;        /* storage type of A and B; type of C and D (kv_precision_output) */
 } kv_gemm_dims;
 void kv_gemm_dims_of(const kv_case *c, kv_gemm_dims *d);
 

@@ -18,12 +18,17 @@
 
 /* D = alpha * op(A) op(B) + beta * C, row-major M x N; a_t / b_t: 1 when A is stored as
  * K x M / B as N x K (layout letter t), 0 for M x K / K x N (letter n). C is read only when
- * beta != 0. Storage and accumulation types from prec. */
+ * beta != 0. Storage and accumulation types from prec; C and D in kv_precision_output(prec)
+ * (bf16 for FP8 storage). FP8: A and B hold codes whose values are scale_a * A and
+ * scale_b * B (per-tensor scales, 1 otherwise), so D = alpha scale_a scale_b A B + beta C,
+ * and `promote` is the promotion interval (gemm_limits.h; 0 for fp16/bf16). */
 struct kv_gemm_args {
   int m, n, k;
   int a_t, b_t;
   kv_precision prec;
   double alpha, beta;
+  double scale_a, scale_b;
+  int promote;
   const void *a, *b, *c;
   void *d;
 };

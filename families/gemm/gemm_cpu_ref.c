@@ -1,6 +1,7 @@
 /* gemm_cpu_ref.c - the gemm family's fp64 CPU reference of the listed output rows:
  * ref = alpha op(A) op(B) + beta C and the magnitude term mag = |alpha| |op(A)| |op(B)| + |beta| |C|
- * of the tolerance, k ascending in fp64 (B converted chunk by chunk so memory stays bounded
+ * of the tolerance (FP8: alpha scale_a scale_b in place of alpha, C of the output type),
+ * k ascending in fp64 (B converted chunk by chunk so memory stays bounded
  * whatever N and K; the columns split over the host threads a threaded call passes on), and
  * its double-double twin (kv_gemm_cpu_reference_dd), which the tests use
  * to judge the fp64 one on ill-conditioned inputs. */
@@ -44,15 +45,19 @@ static void load_a_part(const void *a, kv_dtype st, const kv_gemm_dims *d, size_
   for (long long kk = 0; kk < kc; kk++) out[kk] = kv_load(a, (size_t)(k0 + kk) * (size_t)d->m + i, st);
 }
 
-/* ref = alpha * acc + beta * C, mag = |alpha| mag + |beta| |C| over the listed rows' columns cr. */
-static void apply_epilogue(const void *cbuf, kv_dtype st, const kv_gemm_dims *d, const size_t *rows, size_t n_rows,
+/* alpha times the per-tensor scales (1 unless FP8), in double: the reference's multiplier of A B. */
+static double ref_alpha(const kv_gemm_dims *d) { return d->alpha * d->scale_a * d->scale_b; }
+
+/* ref = alpha' * acc + beta * C, mag = |alpha'| mag + |beta| |C| over the listed rows' columns cr
+ * (alpha' = ref_alpha; C of the output type). */
+static void apply_epilogue(const void *cbuf, const kv_gemm_dims *d, const size_t *rows, size_t n_rows,
                            col_range cr, double *ref, double *mag) {
   size_t n = (size_t)d->n;
-  double aa = fabs(d->alpha), ab = fabs(d->beta);
+  const double alpha = ref_alpha(d), aa = fabs(alpha), ab = fabs(d->beta);
   for (size_t r = 0; r < n_rows; r++)
     for (size_t j = cr.j0; j < cr.j1; j++) {
-      double cv = d->has_c ? kv_load(cbuf, rows[r] * n + j, st) : 0.0;
-      ref[r * n + j] = d->alpha * ref[r * n + j] + d->beta * cv;
+      double cv = d->has_c ? kv_load(cbuf, rows[r] * n + j, d->out) : 0.0;
+      ref[r * n + j] = alpha * ref[r * n + j] + d->beta * cv;
       mag[r * n + j] = aa * mag[r * n + j] + ab * fabs(cv);
     }
 }
@@ -102,7 +107,7 @@ static kv_status ref_columns(const ref_pass *p, col_range cr) {
       }
     }
   }
-  apply_epilogue(d->has_c ? p->in[2] : NULL, p->st, d, p->rows, p->n_rows, cr, p->ref, p->mag);
+  apply_epilogue(d->has_c ? p->in[2] : NULL, d, p->rows, p->n_rows, cr, p->ref, p->mag);
   free(bc);
   free(tmp);
   return KV_OK;
@@ -136,7 +141,8 @@ kv_status kv_gemm_cpu_reference_dd(const kv_case *c, const void *const *in, cons
   kv_gemm_dims d;
   kv_gemm_dims_of(c, &d);
   (void)aux_ref, (void)aux_mag;
-  kv_dtype st = c->prec.storage;
+  const kv_dtype st = d.st;
+  const double alpha = ref_alpha(&d);
   size_t n = (size_t)d.n, K = (size_t)d.k;
   KV_TRY(kv_check_rows(rows, n_rows, (size_t)d.m, "gemm"));
   double *a = KV_MALLOC(K * sizeof(double));
@@ -156,12 +162,12 @@ kv_status kv_gemm_cpu_reference_dd(const kv_case *c, const void *const *in, cons
         s = kv_dd_add_prod(s, a[k], bt[j * K + k]);
         m = kv_dd_add_prod(m, fabs(a[k]), fabs(bt[j * K + k]));
       }
-      double cv = d.has_c ? kv_load(in[2], rows[r] * n + j, st) : 0.0;
-      kv_dd v = kv_dd_add_prod(kv_dd_zero, s.hi, d.alpha);
-      v = kv_dd_add_prod(v, s.lo, d.alpha);
+      double cv = d.has_c ? kv_load(in[2], rows[r] * n + j, d.out) : 0.0;
+      kv_dd v = kv_dd_add_prod(kv_dd_zero, s.hi, alpha);
+      v = kv_dd_add_prod(v, s.lo, alpha);
       v = kv_dd_add_prod(v, cv, d.beta);
       ref[r * n + j] = kv_dd_value(v);
-      mag[r * n + j] = fabs(d.alpha) * kv_dd_value(m) + fabs(d.beta) * fabs(cv);
+      mag[r * n + j] = fabs(alpha) * kv_dd_value(m) + fabs(d.beta) * fabs(cv);
     }
   }
   free(a);

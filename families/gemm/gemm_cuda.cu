@@ -1,6 +1,6 @@
 /* gemm_cuda.cu - kv_cuda_gemm, the GEMM family's CUDA side as the cuda backend sees it: a case
- * (axes variant, precision, layout, shape; params alpha, beta; inputs a, b[, c]; output d)
- * becomes once a kv_gemm_problem, the problem object: kv_gemm_prepare (gemm_dispatch.cu)
+ * (axes variant, precision, layout, shape, alpha, beta, scale_a, scale_b, promote; inputs a,
+ * b[, c]; output d) becomes once a kv_gemm_problem, the problem object: kv_gemm_prepare (gemm_dispatch.cu)
  * chooses the variant's kernel and encodes what its launch needs (TMA descriptors, grid,
  * cuBLASLt plan); launches are kv_gemm_launch alone, and gemm_gpu_ref.cu turns the problem's
  * arguments into the fp64 reference. */
@@ -29,6 +29,9 @@ static kv_status gemm_prepare(const kv_case *c, void *const *d_in, void *const *
   g.prec = c->prec;
   g.alpha = dims.alpha;
   g.beta = dims.beta;
+  g.scale_a = dims.scale_a;
+  g.scale_b = dims.scale_b;
+  g.promote = (int)dims.promote;
   g.a = d_in[0];
   g.b = d_in[1];
   g.c = dims.has_c ? d_in[2] : nullptr;

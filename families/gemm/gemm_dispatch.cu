@@ -1,9 +1,9 @@
 /* gemm_dispatch.cu - one entry for every GEMM variant, at the level of a problem: the support
  * rule (gemm_limits.h, the one the family's invalid() applies), the device check of kval-wgmma
  * (compute capability 9.0, and the SM count its persistent grid needs) and the choice of the
- * compiled kernel by variant and precision, once per problem (kv_gemm_prepare; the layout and
- * configuration are chosen inside each kernel file); then the launch, resources and release of
- * the prepared problem. */
+ * compiled kernel by variant and precision (FP8 storage: kval-wgmma's e4m3/e5m2 instantiations),
+ * once per problem (kv_gemm_prepare; the layout and configuration are chosen inside each kernel
+ * file); then the launch, resources and release of the prepared problem. */
 #include <type_traits>
 
 #include "families/gemm/gemm_api.h"
@@ -25,8 +25,13 @@ static kv_status wgmma_device(int *sms, const char **why) {
 template <kv_dtype T>
 using dtype_ = std::integral_constant<kv_dtype, T>;
 
-/* F(STORE, ACC) for a supported precision. */
-template <class F> static kv_status by_precision(kv_precision p, F &&f) {
+/* F(STORE, ACC) for a supported precision; FP8 storage (e4m3:fp32, e5m2:fp32) only when FP8 is
+ * set (kval-wgmma: kval-mma has no FP8 instantiations, and the support rule refuses them). */
+template <bool FP8 = false, class F> static kv_status by_precision(kv_precision p, F &&f) {
+  if constexpr (FP8) {
+    if (p.storage == KV_E4M3) return f(dtype_<KV_E4M3>{}, dtype_<KV_FP32>{});
+    if (p.storage == KV_E5M2) return f(dtype_<KV_E5M2>{}, dtype_<KV_FP32>{});
+  }
   if (p.storage == KV_FP16)
     return p.accum == KV_FP32 ? f(dtype_<KV_FP16>{}, dtype_<KV_FP32>{}) : f(dtype_<KV_FP16>{}, dtype_<KV_FP16>{});
   return p.accum == KV_FP32 ? f(dtype_<KV_BF16>{}, dtype_<KV_FP32>{}) : f(dtype_<KV_BF16>{}, dtype_<KV_BF16>{});
@@ -36,7 +41,7 @@ kv_status kv_gemm_prepare(const kv_gemm_args *g, int variant, kv_gemm_problem *p
   *pr = kv_gemm_problem();
   pr->g = *g;
   pr->variant = variant;
-  if ((*why = kv_gemm_unsupported(variant, g->m, g->n, g->k, g->a_t, g->b_t, g->prec))) return KV_ERR;
+  if ((*why = kv_gemm_unsupported(variant, g->m, g->n, g->k, g->a_t, g->b_t, g->prec, g->promote))) return KV_ERR;
   switch (variant) {
     case KV_GEMM_CUBLAS:
       return kv_gemm_cublas_prepare(pr);
@@ -46,7 +51,7 @@ kv_status kv_gemm_prepare(const kv_gemm_args *g, int variant, kv_gemm_problem *p
       });
     default:
       KV_TRY(wgmma_device(&pr->sms, why));
-      return by_precision(g->prec, [&](auto st, auto ac) {
+      return by_precision<true>(g->prec, [&](auto st, auto ac) {
         return kv_gemm_wgmma_prepare<decltype(st)::value, decltype(ac)::value>(pr);
       });
   }

@@ -4,8 +4,14 @@
  *  - each output accumulates k = 0, 1, ..., K-1 in order with fp32 adds; for fp16/bf16
  *    accumulation the accumulator is rounded to that type (round-to-nearest-even) after every
  *    k-step of KV_KSTEP = 16 products and after the last, partial, step;
+ *  - FP8 storage (e4m3, e5m2; kval-wgmma's model): products exact in fp32, added in order;
+ *    after every k-step of KV_FP8_KSTEP = 32 (and the last, partial, one) the tensor-core
+ *    accumulator keeps KV_FP8_ACC_BITS significand bits, truncated (numerics/accum.h); with
+ *    promote = P > 0, after every P products (and at the end) it is added into an fp32 sum
+ *    (round to nearest even) and restarts from zero;
  *  - epilogue in fp32, multiply and add rounded separately (no fused multiply-add):
- *    d = (float)alpha * acc, then d = d + (float)beta * c when beta != 0, rounded to storage.
+ *    d = alpha' * acc with alpha' = kv_gemm_epilogue_alpha(alpha, scale_a, scale_b), then
+ *    d = d + (float)beta * c when beta != 0, rounded to the output type (kv_precision_output).
  * Loops run over four output rows at once with the j loop innermost, so the independent
  * accumulators of a row pipeline (and vectorise) without changing any summation order. */
 #include <stdlib.h>
@@ -14,6 +20,7 @@
 #include "families/kit.h"
 #include "numerics/accum.h"
 #include "families/gemm/gemm.h"
+#include "families/gemm/gemm_limits.h"
 
 #define GEMM_ROW_BLOCK 4
 
@@ -59,20 +66,39 @@ static void rank1_update(float *restrict acc, const float *restrict brow, const 
   }
 }
 
+/* The end of a k-step of the accumulators x[0..n): rounding to a 16-bit accumulator type, the
+ * FP8 accumulation's truncation; at an FP8 promotion point also sum += x, x = 0. */
+static void end_kstep(const kv_gemm_dims *d, kv_dtype acc_t, float *x, float *sum, size_t n, size_t done) {
+  if (!kv_dtype_is_fp8(d->st)) {
+    kv_acc_round_array(x, n, acc_t);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) x[i] = kv_fp8_acc_truncate(x[i]);
+  if (d->promote > 0 && (done % (size_t)d->promote == 0 || done == (size_t)d->k))
+    for (size_t i = 0; i < n; i++) {
+      sum[i] = sum[i] + x[i];
+      x[i] = 0.0f;
+    }
+}
+
 kv_status kv_gemm_emulate(const kv_case *c, void *const *in, void *const *out) {
   kv_gemm_dims d;
   kv_gemm_dims_of(c, &d);
-  const kv_dtype st = c->prec.storage, acc_t = c->prec.accum;
+  const kv_dtype acc_t = c->prec.accum;
   const size_t m = (size_t)d.m, n = (size_t)d.n, k = (size_t)d.k;
-  const float alpha = (float)d.alpha, beta = (float)d.beta;
+  const size_t kstep = kv_dtype_is_fp8(d.st) ? KV_FP8_KSTEP : KV_KSTEP;
+  const int promoted = kv_dtype_is_fp8(d.st) && d.promote > 0;
+  const float alpha = kv_gemm_epilogue_alpha(d.alpha, d.scale_a, d.scale_b), beta = (float)d.beta;
   float *af, *bf;
-  KV_TRY(widen_operands(in[0], in[1], st, &d, &af, &bf));
+  KV_TRY(widen_operands(in[0], in[1], d.st, &d, &af, &bf));
   float *acc = KV_MALLOC(GEMM_ROW_BLOCK * n * sizeof(float));
+  float *sum = KV_MALLOC(GEMM_ROW_BLOCK * n * sizeof(float));
   float *crow = KV_MALLOC(n * sizeof(float));
-  if (CHECK_ALLOC(acc) != KV_OK || CHECK_ALLOC(crow) != KV_OK) {
+  if (CHECK_ALLOC(acc) != KV_OK || CHECK_ALLOC(sum) != KV_OK || CHECK_ALLOC(crow) != KV_OK) {
     free(af);
     free(bf);
     free(acc);
+    free(sum);
     free(crow);
     return KV_ERR;
   }
@@ -80,25 +106,28 @@ kv_status kv_gemm_emulate(const kv_case *c, void *const *in, void *const *out) {
     int nr = m - i0 < GEMM_ROW_BLOCK ? (int)(m - i0) : GEMM_ROW_BLOCK;
     float a[GEMM_ROW_BLOCK];
     memset(acc, 0, (size_t)nr * n * sizeof(float));
+    memset(sum, 0, (size_t)nr * n * sizeof(float));
     for (size_t kk = 0; kk < k; kk++) {
       for (int r = 0; r < nr; r++) a[r] = af[(i0 + (size_t)r) * k + kk];
       rank1_update(acc, bf + kk * n, a, nr, n);
-      if ((kk + 1) % KV_KSTEP == 0 || kk + 1 == k) kv_acc_round_array(acc, (size_t)nr * n, acc_t);
+      if ((kk + 1) % kstep == 0 || kk + 1 == k) end_kstep(&d, acc_t, acc, sum, (size_t)nr * n, kk + 1);
     }
+    const float *res = promoted ? sum : acc;
     for (int r = 0; r < nr; r++) {
       size_t i = i0 + (size_t)r;
-      const float *ar = acc + (size_t)r * n;
-      if (d.has_c) kv_to_float(in[2], st, i * n, n, crow);
+      const float *ar = res + (size_t)r * n;
+      if (d.has_c) kv_to_float(in[2], d.out, i * n, n, crow);
       for (size_t j = 0; j < n; j++) {
         float v = alpha * ar[j];
         if (d.has_c) v = v + beta * crow[j];
-        kv_store(out[0], i * n + j, st, v);
+        kv_store(out[0], i * n + j, d.out, v);
       }
     }
   }
   free(af);
   free(bf);
   free(acc);
+  free(sum);
   free(crow);
   return KV_OK;
 }

@@ -45,11 +45,46 @@ static inline int kv_gemm_variant_of(const char *name) {
   return -1;
 }
 
+/* FP8 (e4m3, e5m2 storage, fp32 accumulation): kval-wgmma and cublas, both operands K-major
+ * (layout nt: A stored M x K, B stored N x K; Hopper's FP8 wgmma has no transpose), K a
+ * multiple of 16 (16-byte rows for TMA). `promote`: products along K that the tensor cores
+ * accumulate before the partial sum is added into fp32 registers; 0 = never (the whole K in
+ * the tensor-core accumulator, cuBLASLt's "fast accumulation"). kval-wgmma promotes at its
+ * k-block boundaries (multiples of KV_GEMM_FP8_BK); cublas with promote > 0 runs with fast
+ * accumulation off, promoting at an interval cuBLASLt does not publish. kval-wgmma's FP8 tile is
+ * KV_GEMM_FP8_BM x KV_GEMM_FP8_BN x KV_GEMM_FP8_BK (one configuration, gemm_traits.h). */
+#define KV_GEMM_FP8_BM 128
+#define KV_GEMM_FP8_BN 128
+#define KV_GEMM_FP8_BK 128
+static inline const char *kv_gemm_fp8_unsupported(int variant, long long m, long long n, long long k, int a_t,
+                                                  int b_t, kv_precision p, long long promote) {
+  if (p.accum != KV_FP32) return "gemm: FP8 storage accumulates in fp32 (e4m3:fp32, e5m2:fp32)";
+  if (variant != KV_GEMM_WGMMA && variant != KV_GEMM_CUBLAS) return "gemm: FP8 runs on kval-wgmma and cublas (kval-mma has no FP8 path)";
+  if (variant == KV_GEMM_CUBLAS && p.storage == KV_E5M2) return "cublas: cuBLASLt has no e5m2 x e5m2 FP8 matmul (e4m3:fp32 runs)";
+  if (variant == KV_GEMM_CUBLAS && (n % 16 != 0 || m % 8 != 0))
+    return "cublas: cuBLASLt's FP8 matmul needs N a multiple of 16 and M of 8";
+  if (a_t || !b_t) return "gemm: FP8 needs both operands K-major: layout nt (A stored M x K, B stored N x K)";
+  if (k % 16 != 0) return "gemm: FP8 needs K a multiple of 16 (16-byte rows of A and B)";
+  if (promote < 0) return "gemm: promote must be 0 (never) or a positive number of products";
+  if (variant == KV_GEMM_WGMMA && promote % KV_GEMM_FP8_BK != 0)
+    return "kval-wgmma: promote must be a multiple of its FP8 k-block, 128 (or 0: never)";
+  return NULL;
+}
+
+/* The epilogue's one multiplier of the accumulator, alpha scale_a scale_b (scales 1 unless FP8),
+ * formed in double and rounded once to fp32: the kernels, cuBLASLt's alpha and the emulation
+ * use this value. */
+static inline float kv_gemm_epilogue_alpha(double alpha, double scale_a, double scale_b) {
+  return (float)(alpha * scale_a * scale_b);
+}
+
 /* NULL when the variant runs D = alpha op(A) op(B) + beta C of this shape, layout (a_t / b_t:
- * A stored K x M / B stored N x K) and precision, else why not. */
+ * A stored K x M / B stored N x K), precision and promotion interval (FP8 only), else why not. */
 static inline const char *kv_gemm_unsupported(int variant, long long m, long long n, long long k, int a_t, int b_t,
-                                              kv_precision p) {
+                                              kv_precision p, long long promote) {
   if (m < 1 || n < 1 || k < 1) return "gemm: M, N and K must be positive";
+  if (p.storage == KV_E4M3 || p.storage == KV_E5M2) return kv_gemm_fp8_unsupported(variant, m, n, k, a_t, b_t, p, promote);
+  if (promote != 0) return "gemm: promote applies to FP8 storage only (0 for fp16/bf16)";
   if (p.storage == KV_FP32) return "fp32 storage not implemented: kval's tensor-core kernels take fp16/bf16";
   if (p.storage != KV_FP16 && p.storage != KV_BF16) return "gemm: storage must be fp16 or bf16";
   if (p.accum != KV_FP32 && p.accum != p.storage) return "gemm: the accumulator must be fp32 or the storage type";

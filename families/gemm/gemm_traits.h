@@ -3,7 +3,8 @@
  * from here. They are instantiated per accumulator type ACC, kval's kv_dtype (docs/NUMERICS.md,
  * precision model): KV_FP32: fp32 accumulators; KV_FP16: native fp16 tensor-core accumulators;
  * KV_BF16: fp32 accumulators rounded to bf16 after every k-step of 16 (the model of bf16
- * accumulation, which tensor cores do not have). */
+ * accumulation, which tensor cores do not have). FP8 storage accumulates in fp32, promoted
+ * into a second set of fp32 registers at the problem's interval (kval-wgmma). */
 #ifndef KVAL_GEMM_TRAITS_H
 #define KVAL_GEMM_TRAITS_H
 
@@ -12,38 +13,51 @@
 /* kval-wgmma: Hopper wgmma fed by TMA through an mbarrier ring, one producer warpgroup and
  * CONSUMERS consumer warpgroups, persistent CTAs (one per SM; PERSISTENT 0: one CTA per
  * tile) walking the tiles in groups of GROUP_M tile-rows. Each consumer owns
- * BM / CONSUMERS = 64 rows and all BN columns of the tile (one m64nBNk16 wgmma per k-step).
+ * BM / CONSUMERS = 64 rows and all BN columns of the tile (one m64nBNkKSTEP wgmma per k-step).
+ * ELEM: bytes per operand element, 2 (fp16/bf16: m64n256k16) or 1 (FP8: m64n128k32); either way
+ * a k-block row is one 128-byte swizzle row (BK = 128 / ELEM) and a k-step 32 bytes of it.
  * EPI_TMA 1: the epilogue writes the tile into a swizzled shared-memory buffer per consumer
  * and one TMA store sends it out while the next tile's k-loop runs (when N is a multiple of 8);
- * EPI_TMA 0: bounds-checked stores straight from the registers.
+ * EPI_TMA 0: bounds-checked stores straight from the registers. C and D are 16-bit whatever ELEM.
  * kv_wgmma_config<...> is the family of configurations (`gemm_bench ladder` times the steps of
  * families/gemm/bench/gemm_ladder.cu, other members); the family launches kv_wgmma_traits, and
- * for problems of less than one wave of its tiles with fp32 accumulation, kv_wgmma_small_traits. */
-template <int CONSUMERS_, int STAGES_, int GROUP_M_, int PERSISTENT_, int EPI_TMA_> struct kv_wgmma_config {
+ * for problems of less than one wave of its tiles with fp32 accumulation, kv_wgmma_small_traits;
+ * FP8 storage always kv_wgmma_fp8_traits (two 64 x 128 fp32 register sets per consumer: the
+ * wgmma accumulators and the promoted sum). */
+template <int CONSUMERS_, int STAGES_, int GROUP_M_, int PERSISTENT_, int EPI_TMA_, int ELEM_ = 2, int BN_ = 256>
+struct kv_wgmma_config {
   static constexpr int CONSUMERS = CONSUMERS_;
-  static constexpr int BM = 64 * CONSUMERS, BN = 256, BK = 64;
+  static constexpr int ELEM = ELEM_;
+  static constexpr int BM = 64 * CONSUMERS, BN = BN_, BK = 128 / ELEM;
+  static constexpr int KSTEP = 32 / ELEM; /* k of one wgmma */
   static constexpr int STAGES = STAGES_;
   static constexpr int THREADS = 128 * (CONSUMERS + 1);
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232; /* setmaxnreg budgets */
   static constexpr int GROUP_M = GROUP_M_;
   static constexpr bool PERSISTENT = PERSISTENT_ != 0, EPI_TMA = EPI_TMA_ != 0;
-  static constexpr int SWIZZLE_ELEMS = 64; /* 128-byte swizzle span of 16-bit elements */
-  static constexpr int A_STAGE_BYTES = BM * BK * 2, B_STAGE_BYTES = BN * BK * 2;
-  static constexpr int D_BOX_BYTES = 64 * SWIZZLE_ELEMS * 2;          /* 64 rows x 64 columns */
+  static constexpr int SWIZZLE_ELEMS = 128 / ELEM; /* 128-byte swizzle span of operand elements */
+  static constexpr int A_STAGE_BYTES = BM * BK * ELEM, B_STAGE_BYTES = BN * BK * ELEM;
+  static constexpr int D_COLS = 64;                                    /* 128-byte swizzle span of 16-bit D */
+  static constexpr int D_BOX_BYTES = 64 * D_COLS * 2;                  /* 64 rows x 64 columns */
   static constexpr int D_BYTES = EPI_TMA ? CONSUMERS * 64 * BN * 2 : 0; /* epilogue buffers */
   static constexpr int SMEM_BYTES =
       STAGES * (A_STAGE_BYTES + B_STAGE_BYTES) + D_BYTES + 2 * STAGES * 8 + 1024; /* + barriers, alignment */
   static_assert(BK == SWIZZLE_ELEMS, "one 128-byte swizzle row per k-block row");
   static_assert(BM / CONSUMERS == 64, "a consumer warpgroup issues m64 wgmma");
-  static_assert(BN == 256, "the wgmma wrappers are m64n256k16");
+  static_assert((ELEM == 2 && BN == 256) || (ELEM == 1 && BN == 128),
+                "the wgmma wrappers are m64n256k16 (16-bit) and m64n128k32 (FP8)");
   static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * CONSUMERS <= 65536, "register file");
   static_assert(SMEM_BYTES <= 232448, "shared memory per block of sm_90");
 };
 typedef kv_wgmma_config<2, 3, 16, 1, 1> kv_wgmma_traits;
 typedef kv_wgmma_config<1, 4, 16, 1, 1> kv_wgmma_small_traits;
+typedef kv_wgmma_config<2, 6, 16, 1, 1, 1, 128> kv_wgmma_fp8_traits;
 static_assert(kv_wgmma_traits::BM == KV_GEMM_WGMMA_BM && kv_wgmma_small_traits::BM == KV_GEMM_WGMMA_SMALL_BM &&
                   kv_wgmma_traits::BN == KV_GEMM_WGMMA_BN && kv_wgmma_traits::BK == KV_GEMM_WGMMA_BK,
               "gemm_limits.h names kval-wgmma's tiles");
+static_assert(kv_wgmma_fp8_traits::BM == KV_GEMM_FP8_BM && kv_wgmma_fp8_traits::BN == KV_GEMM_FP8_BN &&
+                  kv_wgmma_fp8_traits::BK == KV_GEMM_FP8_BK,
+              "gemm_limits.h names kval-wgmma's FP8 tile");
 
 /* kval-mma: mma.sync m16n8k16 with ldmatrix from padded shared memory filled by a
  * STAGES-deep cp.async ring; WARPS_M x WARPS_N warps, each a (BM/WARPS_M) x (BN/WARPS_N)

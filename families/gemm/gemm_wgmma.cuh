@@ -3,15 +3,17 @@
  * thread) streams A and B k-blocks with TMA into a STAGES-deep ring of 128-byte swizzled
  * shared-memory tiles, each stage guarded by a "full" mbarrier (TMA transaction bytes) and an
  * "empty" mbarrier (one arrival per consumer warp); CONSUMERS consumer warpgroups run
- * wgmma.mma_async m64n256k16 on their 64-row slices, keeping one k-block in flight, and hand
- * D = alpha acc + beta C to a TMA store through a swizzled shared-memory buffer (or store it
- * from registers when N is not a multiple of 8). setmaxnreg moves registers from the producer
- * to the consumers. Tails: TMA zero-fills loads and clips stores at the matrix edge. Layouts:
- * A K-major (letter n) or M-major (t), B N-major (n) or K-major (t), through wgmma's
- * transpose bits. Host side: a problem is prepared once (configuration and layout
- * instantiation, the TMA descriptors, the persistent grid from the SM count the dispatcher read,
- * the shared-memory limit) and launched many times. Configurations in gemm_traits.h;
- * instantiated per precision in families/gemm/inst/gemm_wgmma_<storage>_<accum>.cu. */
+ * wgmma.mma_async m64n256k16 (fp16/bf16) or m64n128k32 (FP8) on their 64-row slices, keeping
+ * one k-block in flight, and hand D = alpha acc + beta C to a TMA store through a swizzled
+ * shared-memory buffer (or store it from registers when N is not a multiple of 8). FP8 adds
+ * the wgmma accumulators into fp32 registers at the promotion interval. setmaxnreg moves
+ * registers from the producer to the consumers. Tails: TMA zero-fills loads and clips stores
+ * at the matrix edge. Layouts: A K-major (letter n) or M-major (t), B N-major (n) or K-major
+ * (t), through wgmma's transpose bits (FP8: nt only). Host side: a problem is prepared once
+ * (configuration and layout instantiation, the TMA descriptors, the persistent grid from the
+ * SM count the dispatcher read, the shared-memory limit) and launched many times.
+ * Configurations in gemm_traits.h; instantiated per precision in
+ * families/gemm/inst/gemm_wgmma_<storage>_<accum>.cu. */
 #ifndef KVAL_GEMM_WGMMA_CUH
 #define KVAL_GEMM_WGMMA_CUH
 
@@ -40,48 +42,63 @@ __device__ __forceinline__ void grouped_tile(int t, int tiles_m, int tiles_n, in
   tn = r / rows;
 }
 
-/* Accumulators of one consumer warpgroup (64 x 256) for each accumulation mode: zero-free
- * start (the first k-step overwrites), one k-block of wgmma, and the epilogue. */
-template <class Tr, class T, kv_dtype ACC, int AT, int BT> struct wgmma_acc;
+/* Accumulators of one consumer warpgroup (64 x BN) for each accumulation mode: zero-free
+ * start (the first k-step overwrites), one k-block of wgmma, and the epilogue. FP8: T of one
+ * byte, ACC KV_FP32, with the promotion interval. */
+template <class Tr, class T, kv_dtype ACC, int AT, int BT, bool FP8 = sizeof(T) == 1> struct wgmma_acc;
 
 /* Descriptors of k-step j of a stage: A K-major steps 32 bytes along its swizzled rows,
- * M-major 16 rows of 128 bytes; likewise B. */
+ * M-major KSTEP rows of 128 bytes; likewise B. */
 template <class Tr, int AT, int BT> struct wgmma_descs {
   static __device__ __forceinline__ uint64_t a(uint32_t base, int j) {
-    return AT ? ptx::wgmma_desc(base + j * 16 * 128, Tr::BK * 128, 1024) : ptx::wgmma_desc(base + j * 32, 16, 1024);
+    return AT ? ptx::wgmma_desc(base + j * Tr::KSTEP * 128, Tr::BK * 128, 1024)
+              : ptx::wgmma_desc(base + j * 32, 16, 1024);
   }
   static __device__ __forceinline__ uint64_t b(uint32_t base, int j) {
-    return BT ? ptx::wgmma_desc(base + j * 32, 16, 1024) : ptx::wgmma_desc(base + j * 16 * 128, Tr::BK * 128, 1024);
+    return BT ? ptx::wgmma_desc(base + j * 32, 16, 1024)
+              : ptx::wgmma_desc(base + j * Tr::KSTEP * 128, Tr::BK * 128, 1024);
   }
 };
 
-template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP32, AT, BT> {
+/* d (+)= one k-step with fp32 accumulators: m64n256k16 (16-bit T), m64n128k32 (FP8 T). */
+template <class Tr, class T, int AT, int BT>
+__device__ __forceinline__ void wgmma_step_f32(float (&d)[Tr::BN / 2], uint64_t da, uint64_t db, int accumulate) {
+  if constexpr (Tr::ELEM == 1) {
+    static_assert(!AT && BT, "FP8 wgmma takes K-major A and B only (layout nt)");
+    ptx::wgmma_m64n128k32_f32<T>(d, da, db, accumulate);
+  } else {
+    ptx::wgmma_m64n256k16_f32<T, AT, !BT>(d, da, db, accumulate);
+  }
+}
+
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP32, AT, BT, false> {
   typedef wgmma_descs<Tr, AT, BT> D;
-  float d[128];
+  static constexpr int N = Tr::BN / 2; /* registers */
+  float d[N];
   static constexpr bool pipelined = true; /* k-block's wgmma may stay in flight */
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
     ptx::wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < Tr::BK / 16; ++j)
-      ptx::wgmma_m64n256k16_f32<T, AT, !BT>(d, D::a(a_base, j), D::b(b_base, j), (first && j == 0) ? 0 : 1);
+    for (int j = 0; j < Tr::BK / Tr::KSTEP; ++j)
+      wgmma_step_f32<Tr, T, AT, BT>(d, D::a(a_base, j), D::b(b_base, j), (first && j == 0) ? 0 : 1);
     ptx::wgmma_commit_group();
   }
   __device__ __forceinline__ void settle() {
 #pragma unroll
-    for (int i = 0; i < 128; ++i) ptx::reg_fence(d[i]);
+    for (int i = 0; i < N; ++i) ptx::reg_fence(d[i]);
   }
   /* accumulators of columns 8j + 2(lane%4), +1 in row lane/4 + 8h of the warp's 16 rows */
   __device__ __forceinline__ float2 pair(int j, int h) const { return make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]); }
 };
 
-template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP16, AT, BT> {
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP16, AT, BT, false> {
   typedef wgmma_descs<Tr, AT, BT> D;
   uint32_t d[64];
   static constexpr bool pipelined = true;
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
     ptx::wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < Tr::BK / 16; ++j)
+    for (int j = 0; j < Tr::BK / Tr::KSTEP; ++j)
       ptx::wgmma_m64n256k16_f16<AT, !BT>(d, D::a(a_base, j), D::b(b_base, j), (first && j == 0) ? 0 : 1);
     ptx::wgmma_commit_group();
   }
@@ -96,34 +113,74 @@ template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP16, AT
 
 /* bf16 accumulation model: every k-step of 16 completes and is rounded to bf16 before the
  * next one starts (serialised: a precision-study path, not a performance path). */
-template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_BF16, AT, BT> {
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_BF16, AT, BT, false> {
   typedef wgmma_descs<Tr, AT, BT> D;
-  wgmma_acc<Tr, T, KV_FP32, AT, BT> f;
+  wgmma_acc<Tr, T, KV_FP32, AT, BT, false> f;
   static constexpr bool pipelined = false;
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
 #pragma unroll
-    for (int j = 0; j < Tr::BK / 16; ++j) {
+    for (int j = 0; j < Tr::BK / Tr::KSTEP; ++j) {
       ptx::wgmma_fence();
-      ptx::wgmma_m64n256k16_f32<T, AT, !BT>(f.d, D::a(a_base, j), D::b(b_base, j), (first && j == 0) ? 0 : 1);
+      wgmma_step_f32<Tr, T, AT, BT>(f.d, D::a(a_base, j), D::b(b_base, j), (first && j == 0) ? 0 : 1);
       ptx::wgmma_commit_group();
       ptx::wgmma_wait_group<0>();
       f.settle();
 #pragma unroll
-      for (int i = 0; i < 128; ++i) f.d[i] = round_bf16(f.d[i]);
+      for (int i = 0; i < f.N; ++i) f.d[i] = round_bf16(f.d[i]);
     }
   }
   __device__ __forceinline__ void settle() { f.settle(); }
   __device__ __forceinline__ float2 pair(int j, int h) const { return f.pair(j, h); }
 };
 
-/* Epilogue of consumer c (64 rows of tile (tm, tn)) from its accumulators. TMA path: wait
- * until the previous tile's store has read the buffer, write the storage values into four
- * 64 x 64 boxes with the 128-byte swizzle (conflict-free: the 8 rows of a warp's store hit 8
- * different 16-byte chunks), then one thread stores the boxes with TMA (clipped at the matrix
- * edge) and the warpgroup moves on. Direct path: bounds-checked stores from registers. */
+/* FP8 with promotion every `per` k-blocks (the kernel's promote_kblocks = promote / BK; 0:
+ * never): f accumulates one interval in the tensor cores; when the next interval starts (its
+ * k-block first waits for the wgmma group) and when the tile's k-loop ends (settle),
+ * sum[i] = sum[i] + f.d[i] in fp32 (sum from +0 per tile) and the next interval's first k-step
+ * overwrites f. Without promotion the result is f itself. */
+template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP32, AT, BT, true> {
+  typedef wgmma_acc<Tr, T, KV_FP32, AT, BT, false> F;
+  F f;
+  float sum[F::N];
+  int per = 0, left = 0; /* k-blocks per interval, and left in this one */
+  static constexpr bool pipelined = true;
+  __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
+    bool fresh = first;
+    if (first) {
+#pragma unroll
+      for (int i = 0; i < F::N; ++i) sum[i] = 0.0f;
+      left = per;
+    } else if (per && left == 0) {
+      ptx::wgmma_wait_group<0>();
+      f.settle();
+#pragma unroll
+      for (int i = 0; i < F::N; ++i) sum[i] = __fadd_rn(sum[i], f.d[i]);
+      left = per;
+      fresh = true;
+    }
+    f.kblock(a_base, b_base, fresh);
+    --left;
+  }
+  __device__ __forceinline__ void settle() {
+    f.settle();
+#pragma unroll
+    for (int i = 0; i < F::N; ++i) sum[i] = per ? __fadd_rn(sum[i], f.d[i]) : f.d[i];
+  }
+  __device__ __forceinline__ float2 pair(int j, int h) const {
+    return make_float2(sum[4 * j + 2 * h], sum[4 * j + 2 * h + 1]);
+  }
+};
+
+/* Epilogue of consumer c (64 rows of tile (tm, tn)) from its accumulators, in the output type
+ * O of storage type T. TMA path: wait until the previous tile's store has read the buffer,
+ * write the outputs into BN / 64 boxes of 64 x 64 with the 128-byte swizzle (conflict-free:
+ * the 8 rows of a warp's store hit 8 different 16-byte chunks), then one thread stores the
+ * boxes with TMA (clipped at the matrix edge) and the warpgroup moves on. Direct path:
+ * bounds-checked stores from registers. */
 template <class Tr, class T, class Acc>
 __device__ __forceinline__ void wgmma_epilogue(const Acc &acc, const kv_gemm_epi &epi, const CUtensorMap *map_d,
                                                bool tma_store, unsigned char *dbuf, int c, int tm, int tn) {
+  typedef output_t<T> O;
   const int lt = threadIdx.x % 128, warp = lt / 32, lane = lt % 32;
   const int r0 = warp * 16 + lane / 4; /* row within the consumer's 64 */
   const int row = tm * Tr::BM + c * 64 + r0, col = tn * Tr::BN + 2 * (lane % 4);
@@ -136,7 +193,7 @@ __device__ __forceinline__ void wgmma_epilogue(const Acc &acc, const kv_gemm_epi
       for (int h = 0; h < 2; ++h) {
         const float2 v = acc.pair(j, h);
         const int r = r0 + 8 * h;
-        const uint32_t out = out_pair<T>(epi, row + 8 * h, col + 8 * j, v.x, v.y);
+        const uint32_t out = out_pair<O>(epi, row + 8 * h, col + 8 * j, v.x, v.y);
         unsigned char *p = dbuf + (j / 8) * Tr::D_BOX_BYTES + r * 128 + (((j % 8) ^ (r % 8)) * 16) + (lane % 4) * 4;
         *reinterpret_cast<uint32_t *>(p) = out;
       }
@@ -144,8 +201,8 @@ __device__ __forceinline__ void wgmma_epilogue(const Acc &acc, const kv_gemm_epi
     ptx::bar_sync(1 + c, 128);
     if (lt == 0) {
 #pragma unroll
-      for (int b = 0; b < Tr::BN / Tr::SWIZZLE_ELEMS; ++b)
-        ptx::tma_store_2d(map_d, dbuf + b * Tr::D_BOX_BYTES, tn * Tr::BN + b * Tr::SWIZZLE_ELEMS, tm * Tr::BM + c * 64);
+      for (int b = 0; b < Tr::BN / Tr::D_COLS; ++b)
+        ptx::tma_store_2d(map_d, dbuf + b * Tr::D_BOX_BYTES, tn * Tr::BN + b * Tr::D_COLS, tm * Tr::BM + c * 64);
       ptx::bulk_commit_group();
     }
   } else {
@@ -154,7 +211,7 @@ __device__ __forceinline__ void wgmma_epilogue(const Acc &acc, const kv_gemm_epi
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const float2 v = acc.pair(j, h);
-        store_pair<T>(epi, row + 8 * h, col + 8 * j, v.x, v.y);
+        store_pair<O>(epi, row + 8 * h, col + 8 * j, v.x, v.y);
       }
   }
 }
@@ -165,7 +222,7 @@ template <class Tr, class T, kv_dtype ACC, int AT, int BT>
 __global__ void __launch_bounds__(Tr::THREADS, 1)
     kv_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                          const __grid_constant__ CUtensorMap map_d, const kv_gemm_epi epi, const int k,
-                         const int tma_store) {
+                         const int tma_store, const int promote_kblocks) {
 #if KV_SM90A
   extern __shared__ unsigned char kv_wgmma_smem[];
   unsigned char *smem = reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(kv_wgmma_smem) + 1023) &
@@ -224,8 +281,9 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
     kv::ptx::setmaxnreg_inc<Tr::CONSUMER_REGS>();
     const int c = wg - 1, lane = threadIdx.x % 32;
     /* This consumer's 64-row slice of the A stage: rows 64c.. (K-major) or chunk c (M-major). */
-    const uint32_t a_off = AT ? c * Tr::SWIZZLE_ELEMS * Tr::BK * 2 : c * 64 * 128;
+    const uint32_t a_off = AT ? c * Tr::SWIZZLE_ELEMS * Tr::BK * Tr::ELEM : c * 64 * 128;
     kv_gemm::wgmma_acc<Tr, T, ACC, AT, BT> acc;
+    if constexpr (sizeof(T) == 1) acc.per = promote_kblocks;
     for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
       int tm, tn;
       kv_gemm::grouped_tile<Tr::GROUP_M>(t, tiles_m, tiles_n, tm, tn);
@@ -261,7 +319,7 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
 /* ---- host side ---- */
 
 typedef void (*kv_wgmma_kernel_fn)(const CUtensorMap, const CUtensorMap, const CUtensorMap, const kv_gemm_epi,
-                                   const int, const int);
+                                   const int, const int, const int);
 
 /* cuTensorMapEncodeTiled (kv::tma_encode_fn, families/device/sm90.cuh), its absence reported. */
 static inline kv_status kv_wgmma_encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn) {
@@ -275,7 +333,7 @@ static inline kv_status kv_wgmma_encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn
 }
 
 /* A 2-D row-major tensor of `rows` rows of `cols` elements, loaded in boxes of
- * box_cols x box_rows with 128-byte swizzle and zero fill out of bounds. */
+ * box_cols x box_rows with 128-byte swizzle and zero fill out of bounds; FP8 codes as bytes. */
 template <class T>
 static kv_status kv_wgmma_map(CUtensorMap *map, const void *base, int cols, int rows, int box_cols, int box_rows) {
   PFN_cuTensorMapEncodeTiled_v12000 encode;
@@ -284,8 +342,9 @@ static kv_status kv_wgmma_map(CUtensorMap *map, const void *base, int cols, int 
   const cuuint64_t strides[1] = {(cuuint64_t)cols * sizeof(T)};
   const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
   const cuuint32_t elem_strides[2] = {1, 1};
-  const CUtensorMapDataType type =
-      std::is_same<T, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const CUtensorMapDataType type = sizeof(T) == 1                    ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                   : std::is_same<T, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                                    : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const CUresult r = encode(map, type, 2, const_cast<void *>(base), dims, strides, box, elem_strides,
                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -300,9 +359,9 @@ static kv_status kv_wgmma_map(CUtensorMap *map, const void *base, int cols, int 
 template <class Tr, class T, kv_dtype ACC, int AT, int BT>
 static kv_status kv_wgmma_launch(const kv_gemm_problem *pr, cudaStream_t st) {
   const kv_gemm_args &g = pr->g;
-  const kv_gemm_epi epi = {g.d, g.c, g.m, g.n, (float)g.alpha, (float)g.beta};
-  kv_gemm_wgmma_kernel<Tr, T, ACC, AT, BT>
-      <<<pr->grid, Tr::THREADS, Tr::SMEM_BYTES, st>>>(pr->map_a, pr->map_b, pr->map_d, epi, g.k, pr->tma_store);
+  const kv_gemm_epi epi = {g.d, g.c, g.m, g.n, kv_gemm_epilogue_alpha(g.alpha, g.scale_a, g.scale_b), (float)g.beta};
+  kv_gemm_wgmma_kernel<Tr, T, ACC, AT, BT><<<pr->grid, Tr::THREADS, Tr::SMEM_BYTES, st>>>(
+      pr->map_a, pr->map_b, pr->map_d, epi, g.k, pr->tma_store, g.promote / Tr::BK);
   return CHECK_LAUNCH("kv_gemm_wgmma_kernel");
 }
 
@@ -333,7 +392,7 @@ template <class Tr, class T, kv_dtype ACC, int AT, int BT> static kv_status kv_w
     KV_TRY(kv_wgmma_map<T>(&pr->map_b, g.b, g.n, g.k, Tr::SWIZZLE_ELEMS, Tr::BK));
   pr->tma_store = Tr::EPI_TMA && kv_gemm_wgmma_tma_store(g.n) && reinterpret_cast<uintptr_t>(g.d) % 16 == 0;
   if (pr->tma_store)
-    KV_TRY(kv_wgmma_map<T>(&pr->map_d, g.d, g.n, g.m, Tr::SWIZZLE_ELEMS, 64));
+    KV_TRY(kv_wgmma_map<kv_gemm::output_t<T>>(&pr->map_d, g.d, g.n, g.m, Tr::D_COLS, 64));
   else
     memset(&pr->map_d, 0, sizeof pr->map_d);
   const long long tiles = (long long)((g.m + Tr::BM - 1) / Tr::BM) * ((g.n + Tr::BN - 1) / Tr::BN);
@@ -359,15 +418,19 @@ template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_prepare_as(
   return KV_ERR;
 }
 
-/* The family's configuration: kv_wgmma_small_traits for fp32 accumulation and less than one
- * wave of the large tiles (small or skinny problems get twice as many tiles), else
- * kv_wgmma_traits. */
+/* The family's configuration: FP8 kv_wgmma_fp8_traits, layout nt (the only one the support
+ * rule lets through); else kv_wgmma_small_traits for fp32 accumulation and less than one wave of
+ * the large tiles (small or skinny problems get twice as many tiles), else kv_wgmma_traits. */
 template <kv_dtype STORE, kv_dtype ACC> kv_status kv_gemm_wgmma_prepare(kv_gemm_problem *pr) {
   typedef kv_gemm::storage_t<STORE> T;
-  typedef kv_wgmma_traits Tr;
-  if constexpr (ACC == KV_FP32)
-    if (kv_gemm_wgmma_small(pr->g.m, pr->g.n, ACC, pr->sms)) return kv_wgmma_prepare_as<kv_wgmma_small_traits, T, ACC>(pr);
-  return kv_wgmma_prepare_as<Tr, T, ACC>(pr);
+  if constexpr (sizeof(T) == 1) {
+    return kv_wgmma_prepare_layout<kv_wgmma_fp8_traits, T, ACC, 0, 1>(pr);
+  } else {
+    if constexpr (ACC == KV_FP32)
+      if (kv_gemm_wgmma_small(pr->g.m, pr->g.n, ACC, pr->sms))
+        return kv_wgmma_prepare_as<kv_wgmma_small_traits, T, ACC>(pr);
+    return kv_wgmma_prepare_as<kv_wgmma_traits, T, ACC>(pr);
+  }
 }
 
 #endif

@@ -10,6 +10,7 @@ src_libkval_a_SOURCES += \
 	families/gemm/gemm_wgmma.cuh families/gemm/gemm_mma.cuh \
 	families/gemm/inst/gemm_wgmma_fp16_fp32.cu families/gemm/inst/gemm_wgmma_bf16_fp32.cu \
 	families/gemm/inst/gemm_wgmma_fp16_fp16.cu families/gemm/inst/gemm_wgmma_bf16_bf16.cu \
+	families/gemm/inst/gemm_wgmma_e4m3_fp32.cu families/gemm/inst/gemm_wgmma_e5m2_fp32.cu \
 	families/gemm/inst/gemm_mma_fp16.cu families/gemm/inst/gemm_mma_bf16.cu \
 	families/gemm/gemm_cublas.cu families/gemm/gemm_gpu_ref.cu families/gemm/gemm_dispatch.cu \
 	families/gemm/gemm_cuda.cu

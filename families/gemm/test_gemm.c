@@ -3,7 +3,9 @@
  * k-step rounding of fp16/bf16 accumulators on hand-computed sums), emulation against the
  * reference under the default tolerance for every precision, layout and distribution, and
  * the precision properties (accumulation error grows with K, fp16/bf16 accumulation worse
- * than fp32, bf16 worse than fp16) as inequalities between medians over seeds. */
+ * than fp32, bf16 worse than fp16) as inequalities between medians over seeds; FP8 storage:
+ * the truncated tensor-core accumulation and its promotion on a hand-computed sum, the
+ * per-tensor scales, bf16 outputs, emulation vs reference, and its support rules. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -189,6 +191,116 @@ static void test_precision_properties(void) {
   }
 }
 
+/* FP8 model (accum.h): b(0) = 256, b(32 j + 1) = 2^-6 for j = 0..7, A = ones, C = -256, K = 256.
+ * Never promoted, each k-step's 256 + 2^-6 loses the 2^-6 (14 bits at 256 keep multiples of
+ * 2^-5): D = 0. Promoted every 128 products, the second half restarts from zero and keeps its
+ * four 2^-6: D = 2^-4. Exact: 2^-3. The result is bf16-exact in every case. */
+static double fp8_dot(const char *prec, int promote, int compensated_ref) {
+  char spec[128];
+  snprintf(spec, sizeof spec, "variant=kval-wgmma precision=%s layout=nt shape=1x1x256 beta=1 promote=%d", prec, promote);
+  fcase f;
+  fcase_make(&f, &kv_family_gemm, spec);
+  for (size_t k = 0; k < 256; k++) {
+    kv_store(f.in[0], k, f.c.prec.storage, 1.0);
+    kv_store(f.in[1], k, f.c.prec.storage, k == 0 ? 256.0 : k % 32 == 1 ? 0x1p-6 : 0.0);
+  }
+  kv_store(f.in[2], 0, KV_BF16, -256.0);
+  double d;
+  if (compensated_ref < 0) {
+    fcase_emulate(&f);
+    d = fcase_out(&f, 0);
+  } else {
+    fcase_reference(&f, compensated_ref);
+    d = f.ref[0];
+  }
+  fcase_free(&f);
+  return d;
+}
+
+static void test_fp8_accumulation(void) {
+  static const char *const fp8[] = {"e4m3:fp32", "e5m2:fp32"};
+  for (int p = 0; p < 2; p++) {
+    EXPECT(fp8_dot(fp8[p], 0, -1) == 0.0, "%s never promoted: D = %g, want 0", fp8[p], fp8_dot(fp8[p], 0, -1));
+    EXPECT(fp8_dot(fp8[p], 128, -1) == 0x1p-4, "%s promoted every 128: D = %g, want 2^-4", fp8[p],
+           fp8_dot(fp8[p], 128, -1));
+    EXPECT(fp8_dot(fp8[p], 256, -1) == 0.0, "%s promoted every 256 (= K): D = %g, want 0", fp8[p],
+           fp8_dot(fp8[p], 256, -1));
+    EXPECT(fp8_dot(fp8[p], 0, 0) == 0x1p-3 && fp8_dot(fp8[p], 0, 1) == 0x1p-3, "%s reference: %g, want 2^-3", fp8[p],
+           fp8_dot(fp8[p], 0, 0));
+  }
+}
+
+/* Scales: scale_a = 1/4 with scale_b = 4 leaves every output bit as with no scales; scale_a = 2
+ * doubles every output exactly (bf16 outputs far from overflow); outputs and C are bf16. */
+static void test_fp8_scales(void) {
+  static const char *const scales[] = {"scale_a=1 scale_b=1", "scale_a=0.25 scale_b=4", "scale_a=2 scale_b=1"};
+  fcase f[3];
+  for (int i = 0; i < 3; i++) {
+    char spec[160];
+    snprintf(spec, sizeof spec, "precision=e4m3:fp32 layout=nt shape=24x40x96 %s", scales[i]);
+    fcase_make(&f[i], &kv_family_gemm, spec);
+    EXPECT(f[i].t.in[0].dtype == KV_E4M3 && f[i].t.in[1].dtype == KV_E4M3 && f[i].t.out[0].dtype == KV_BF16,
+           "e4m3 inputs, bf16 output");
+    if (i == 0)
+      fcase_generate(&f[0], 21);
+    else
+      copy_inputs(&f[i], &f[0]); /* the same codes under other scales */
+    fcase_emulate(&f[i]);
+  }
+  int same = 0, doubled = 0;
+  for (size_t j = 0; j < 24 * 40; j++) {
+    same += fcase_out(&f[1], j) == fcase_out(&f[0], j);
+    doubled += fcase_out(&f[2], j) == 2.0 * fcase_out(&f[0], j);
+  }
+  EXPECT(same == 24 * 40 && doubled == 24 * 40, "scales: %d of 960 unchanged by 1/4 x 4, %d of 960 doubled by 2", same,
+         doubled);
+  fcase_reference(&f[2], 0);
+  EXPECT(fcase_bound_ratio(&f[2]) <= 1.0, "scaled e4m3 within tolerance: %g", fcase_bound_ratio(&f[2]));
+  for (int i = 0; i < 3; i++) fcase_free(&f[i]);
+}
+
+/* Both formats, every distribution, beta, scales and promotion: within the default tolerance. */
+static void test_fp8_vs_reference(void) {
+  static const char *const dists[] = {"normal", "uniform", "near_max"};
+  static const char *const extra[] = {"promote=0", "promote=128 beta=0.5", "promote=256 scale_a=0.125 scale_b=2"};
+  for (int p = 0; p < 2; p++)
+    for (int d = 0; d < 3; d++)
+      for (int e = 0; e < 3; e++) {
+        char spec[192];
+        snprintf(spec, sizeof spec, "precision=%s layout=nt dist=%s shape=20x36x1040 %s", p ? "e5m2:fp32" : "e4m3:fp32",
+                 dists[d], extra[e]);
+        fcase f;
+        fcase_make(&f, &kv_family_gemm, spec);
+        fcase_generate(&f, 300 + (uint64_t)(9 * p + 3 * d + e));
+        fcase_emulate(&f);
+        fcase_reference(&f, 0);
+        const double ratio = fcase_bound_ratio(&f);
+        EXPECT(ratio > 0.0 && ratio <= 1.0, "%s: max err / bound = %g", spec, ratio);
+        fcase_free(&f);
+      }
+}
+
+static void test_invalid_fp8(void) {
+  EXPECT_STREQ(invalid_of(&kv_family_gemm, "variant=kval-wgmma precision=e4m3:fp32 layout=nt promote=512", "cpu"), NULL);
+  EXPECT_STREQ(invalid_of(&kv_family_gemm, "variant=cublas precision=e4m3:fp32 layout=nt promote=100", "cuda"), NULL);
+  EXPECT_CONTAINS(invalid_of(&kv_family_gemm, "variant=cublas precision=e5m2:fp32 layout=nt", "cuda"), "e5m2 x e5m2");
+  EXPECT_CONTAINS(invalid_of(&kv_family_gemm, "variant=kval-mma precision=e4m3:fp32 layout=nt", "cpu"), "no FP8 path");
+  EXPECT_CONTAINS(invalid_of(&kv_family_gemm, "variant=cublas precision=e4m3:fp32 layout=nt shape=136x264x208", "cuda"),
+                  "N a multiple of 16");
+  EXPECT_STREQ(invalid_of(&kv_family_gemm, "variant=kval-wgmma precision=e4m3:fp32 layout=nt shape=136x270x208", "cuda"),
+               NULL);
+  EXPECT_CONTAINS(invalid_of(&kv_family_gemm, "variant=kval-wgmma precision=e4m3:fp32 layout=nn", "cpu"), "K-major");
+  EXPECT_CONTAINS(invalid_of(&kv_family_gemm, "variant=kval-wgmma precision=e4m3:fp32 layout=nt shape=64x64x40", "cpu"),
+                  "multiple of 16");
+  EXPECT_CONTAINS(invalid_of(&kv_family_gemm, "variant=kval-wgmma precision=e4m3:fp32 layout=nt promote=64", "cpu"),
+                  "multiple of its FP8 k-block");
+  EXPECT_CONTAINS(invalid_of(&kv_family_gemm, "precision=fp16:fp32 promote=128", "cpu"), "FP8 storage only");
+  EXPECT_CONTAINS(invalid_of(&kv_family_gemm, "precision=bf16:fp32 scale_a=2", "cpu"), "FP8 storage only");
+  EXPECT(invalid_of(&kv_family_gemm, "precision=e4m3:e4m3 layout=nt", "cpu") != NULL, "8-bit accumulator refused");
+  kv_cost g = cost_of(&kv_family_gemm, "variant=kval-wgmma precision=e4m3:fp32 layout=nt shape=256x128x64 beta=1");
+  EXPECT(g.bytes == 256.0 * 64 + 64 * 128 + 2.0 * 256 * 128 * 2, "e4m3 bytes: 1-byte A, B; bf16 C, D: %g", g.bytes);
+}
+
 static const axis_want gemm_axes[] = {
     {"variant", KV_AXIS_STR, "kval-wgmma kval-mma cublas", "kval-wgmma kval-mma cublas", 0, 0},
     {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0},
@@ -197,6 +309,9 @@ static const axis_want gemm_axes[] = {
     {"dist", KV_AXIS_STR, "normal", "normal uniform near_max", 0, 0},
     {"alpha", KV_AXIS_REAL, "1", NULL, -1e6, 1e6},
     {"beta", KV_AXIS_REAL, "0", NULL, -1e6, 1e6},
+    {"scale_a", KV_AXIS_REAL, "1", NULL, 0x1p-32, 0x1p32},
+    {"scale_b", KV_AXIS_REAL, "1", NULL, 0x1p-32, 0x1p32},
+    {"promote", KV_AXIS_INT, "0", NULL, 0, 1 << 30},
     {NULL, KV_AXIS_INT, NULL, NULL, 0, 0}};
 static const param_want gemm_params[] = {{NULL, 0, 0, 0}};
 
@@ -305,6 +420,14 @@ int main(void) {
   test_cost_gemm();
   TEST("input tensors per distribution");
   test_tensors_gemm();
+  TEST("FP8: truncated tensor-core accumulation and its promotion on a hand-computed sum");
+  test_fp8_accumulation();
+  TEST("FP8: per-tensor scales, bf16 outputs");
+  test_fp8_scales();
+  TEST("FP8: emulation vs fp64 reference within the default tolerance");
+  test_fp8_vs_reference();
+  TEST("FP8: support rules and byte counts");
+  test_invalid_fp8();
   TEST("fp64 reference vs double-double on cancelling dot products");
   test_reference_dd("fp16:fp32");
   test_reference_dd("bf16:fp32");

@@ -1,6 +1,7 @@
 /* tcprobe.c - the tcprobe family: tensor-core arithmetic probes. A case is one probe (axis
- * `probe`) for fp16 or bf16 inputs with fp32 accumulation (axis `precision`) through one
- * instruction (axis `instruction`: mma.sync m16n8k16 or Hopper wgmma m64n8k16). It has no
+ * `probe`) for fp16, bf16, e4m3 or e5m2 inputs with fp32 accumulation (axis `precision`)
+ * through one instruction (axis `instruction`: mma.sync m16n8k16 or Hopper wgmma m64n8k16; for
+ * FP8 mma.sync m16n8k32 or wgmma m64n8k32). It has no
  * input tensors: its sub-tests' operands are fixed (tcprobe_inputs.c); its output d holds
  * D[0][0] of each sub-test as fp32, checked against the exact value with the default
  * tolerance, and decoded (tcprobe_decode.c) into the case's outcome, which the file records
@@ -15,15 +16,16 @@
 #include "families/tcprobe/tcprobe.h"
 
 static const char *const tcp_instructions[] = {"mma", "wgmma", NULL};
-static const char *const tcp_storages[] = {"fp16", "bf16", NULL};
+static const char *const tcp_storages[] = {"fp16", "bf16", "e4m3", "e5m2", NULL};
 
 static const kv_axis_desc tcp_axes[] = {
     {"probe", KV_AXIS_STR,
      "products align_bits acc_round final_round normalisation subnormal_in subnormal_out block monotone",
      kv_tcp_probe_names, 0, 0, "the arithmetic property measured (docs/NUMERICS.md, tensor-core probes)"},
-    {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0, "input type : accumulator (fp32)"},
+    {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0,
+     "input type : accumulator (fp32); also e4m3:fp32 e5m2:fp32"},
     {"instruction", KV_AXIS_STR, "mma wgmma", tcp_instructions, 0, 0,
-     "tensor-core instruction: mma.sync m16n8k16 or Hopper wgmma m64n8k16"},
+     "tensor-core instruction: mma.sync m16n8k16 or Hopper wgmma m64n8k16 (FP8: m16n8k32, m64n8k32)"},
     {NULL, KV_AXIS_INT, NULL, NULL, 0, 0, NULL}};
 
 static const char *tcp_invalid(const kv_case *c, const char *backend) {
@@ -37,11 +39,11 @@ static int subtests_of(const kv_case *c) {
 }
 
 static void tcp_cost(const kv_case *c, kv_cost *o) {
-  const double n = (double)subtests_of(c);
-  o->flops = 2.0 * KV_TCP_K * n; /* the probed dot products D[0][0] */
+  const double n = (double)subtests_of(c), k = kv_tcp_k(c->prec.storage);
+  o->flops = 2.0 * k * n; /* the probed dot products D[0][0] */
   o->bytes = 4.0 * n;
-  o->red_len = KV_TCP_K;
-  o->ref_flops = 2.0 * KV_TCP_K * n;
+  o->red_len = k;
+  o->ref_flops = 2.0 * k * n;
   o->device_bytes = n * (4.0 + 2.0 * sizeof(double) + sizeof(kv_tcp_operands));
   o->rows = 1;
   o->row_len = (size_t)n;
@@ -84,10 +86,11 @@ static long long tcp_outcome(const kv_case *c, const void *out, int *contradicts
   const int o = kv_tcp_decode(probe, c->prec.storage, ops, out, ns);
   free(ops);
   char name[64];
-  kv_tcp_outcome_name(probe, o, name, sizeof name);
-  *contradicts = !kv_tcp_model_allows(probe, o);
+  kv_tcp_outcome_name(probe, c->prec.storage, o, name, sizeof name);
+  *contradicts = !kv_tcp_model_allows(probe, c->prec.storage, o);
   if (*contradicts)
-    snprintf(words, n, "%s: %s; the model needs %s", kv_tcp_probe_names[probe], name, kv_tcp_model_requires(probe));
+    snprintf(words, n, "%s: %s; the model needs %s", kv_tcp_probe_names[probe], name,
+             kv_tcp_model_requires(probe, c->prec.storage));
   else
     snprintf(words, n, "%s: %s", kv_tcp_probe_names[probe], name);
   return o;
@@ -95,7 +98,7 @@ static long long tcp_outcome(const kv_case *c, const void *out, int *contradicts
 
 const kv_family kv_family_tcprobe = {
     .name = "tcprobe",
-    .summary = "tensor-core arithmetic probes (mma.sync, wgmma): crafted inputs, decoded result bits",
+    .summary = "tensor-core arithmetic probes (mma.sync, wgmma; fp16, bf16, FP8): crafted inputs, decoded result bits",
     .axes = tcp_axes,
     .invalid = tcp_invalid,
     .cost = tcp_cost,

@@ -2,10 +2,12 @@
  * it: a case (axes probe, precision, instruction; no inputs; output d) becomes a problem once:
  * the sub-tests' operands built on the host (tcprobe_inputs.c) and copied to the device, the
  * kernel of the instruction and input type chosen (tcprobe_kernels.cuh; wgmma only on a
- * Hopper GPU, mma.sync from Ampere on); then launches, the fp64 reference on the device and
+ * Hopper GPU, mma.sync from Ampere on, with FP8 from compute capability 8.9 on and only when
+ * the build holds sm_89+ code for it); then launches, the fp64 reference on the device and
  * the kernel's resources. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdlib>
 #include <new>
@@ -35,29 +37,61 @@ void release(void *p) {
   delete pr;
 }
 
+/* The two kernels of an input type, with their names. */
+struct kernels {
+  probe_kernel mma, wgmma;
+  const char *mma_name, *wgmma_name;
+};
+
+template <class T> kernels kernels_of(const char *mma_name, const char *wgmma_name) {
+  return {kv_tcp::mma_kernel<T>, kv_tcp::wgmma_kernel<T>, mma_name, wgmma_name};
+}
+
+kernels kernels_for(kv_dtype st) {
+  switch (st) {
+    case KV_FP16: return kernels_of<__half>("kv_tcp::mma_kernel<fp16>", "kv_tcp::wgmma_kernel<fp16>");
+    case KV_BF16: return kernels_of<__nv_bfloat16>("kv_tcp::mma_kernel<bf16>", "kv_tcp::wgmma_kernel<bf16>");
+    case KV_E4M3: return kernels_of<__nv_fp8_e4m3>("kv_tcp::mma_kernel<e4m3>", "kv_tcp::wgmma_kernel<e4m3>");
+    default: return kernels_of<__nv_fp8_e5m2>("kv_tcp::mma_kernel<e5m2>", "kv_tcp::wgmma_kernel<e5m2>");
+  }
+}
+
 /* The kernel for the instruction and input type; NULL with *why when the device lacks it. */
 kv_status choose(problem *pr, int instruction, const char **why) {
-  int dev = 0, major = 0;
+  int dev = 0, major = 0, minor = 0;
   KV_TRY(CHECK_CUDA(cudaGetDevice(&dev)));
   KV_TRY(CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)));
-  const bool fp16 = pr->st == KV_FP16;
+  KV_TRY(CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)));
+  const kernels k = kernels_for(pr->st);
   if (instruction == KV_TCP_WGMMA) {
     if (major != 9) {
       *why = "tcprobe: wgmma needs a Hopper GPU (compute capability 9.x)";
       return KV_ERR;
     }
-    pr->kernel = fp16 ? kv_tcp::wgmma_kernel<__half> : kv_tcp::wgmma_kernel<__nv_bfloat16>;
+    pr->kernel = k.wgmma;
     pr->threads = kv_tcp::kWgmmaThreads;
-    pr->name = fp16 ? "kv_tcp::wgmma_kernel<fp16>" : "kv_tcp::wgmma_kernel<bf16>";
+    pr->name = k.wgmma_name;
     return KV_OK;
   }
   if (major < 8) {
     *why = "tcprobe: mma.sync m16n8k16 with bf16 needs compute capability 8.0 or newer";
     return KV_ERR;
   }
-  pr->kernel = fp16 ? kv_tcp::mma_kernel<__half> : kv_tcp::mma_kernel<__nv_bfloat16>;
+  if (kv_tcp_is_fp8(pr->st)) {
+    cudaFuncAttributes a;
+    KV_TRY(CHECK_CUDA(cudaFuncGetAttributes(&a, k.mma)));
+    if (10 * major + minor < 89) {
+      *why = "tcprobe: mma.sync m16n8k32 with e4m3/e5m2 needs compute capability 8.9 or newer";
+      return KV_ERR;
+    }
+    if (a.binaryVersion < 89) { /* the build's code for this device is an sm_8x target below 8.9 */
+      *why = "tcprobe: this build has no sm_89+ code for the FP8 mma.sync kernel (--with-cuda-arch)";
+      return KV_ERR;
+    }
+  }
+  pr->kernel = k.mma;
   pr->threads = kv_tcp::kMmaThreads;
-  pr->name = fp16 ? "kv_tcp::mma_kernel<fp16>" : "kv_tcp::mma_kernel<bf16>";
+  pr->name = k.mma_name;
   return KV_OK;
 }
 

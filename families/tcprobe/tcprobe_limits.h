@@ -1,8 +1,9 @@
 /* tcprobe_limits.h - what the tcprobe family's descriptor, its CPU side and its CUDA side share,
  * in plain C that gcc and nvcc both compile: the probes and instructions by deck name, the
  * operands of one sub-test (one tensor-core instruction computing D[0][0] = C + sum_k A[0][k]
- * B[k][0] over k = 0..15, every other element of A, B and C zero) as the bit patterns the
- * instruction reads, and their exact value (the fp64 references of both sides use it). */
+ * B[k][0] over its k = 0..K-1, K = 16 for fp16/bf16 and 32 for e4m3/e5m2, every other element
+ * of A, B and C zero) as the bit patterns the instruction reads, and their exact value (the fp64
+ * references of both sides use it). */
 #ifndef KVAL_TCPROBE_LIMITS_H
 #define KVAL_TCPROBE_LIMITS_H
 
@@ -35,24 +36,39 @@ enum kv_tcp_probe {
 /* The instructions (deck axis `instruction`). */
 enum kv_tcp_instruction { KV_TCP_MMA = 0, KV_TCP_WGMMA = 1 };
 
-#define KV_TCP_K 16        /* products per sub-test: the k of m16n8k16 and m64n8k16 */
+#define KV_TCP_KMAX 32     /* products per sub-test at most (the FP8 instructions' k) */
 #define KV_TCP_MAX_SUB 256 /* sub-tests of one probe at most */
 
-/* One sub-test: A[0][k] and B[k][0] as fp16/bf16 bits, C[0][0] as fp32 bits. */
+KV_TCP_HD static inline int kv_tcp_is_fp8(kv_dtype st) { return st == KV_E4M3 || st == KV_E5M2; }
+
+/* Products per sub-test for input type st: the k of the instruction (mma.sync m16n8k16 and
+ * wgmma m64n8k16 for fp16/bf16; m16n8k32 and m64n8k32 for e4m3/e5m2). */
+KV_TCP_HD static inline int kv_tcp_k(kv_dtype st) { return kv_tcp_is_fp8(st) ? 32 : 16; }
+
+/* One sub-test: A[0][k] and B[k][0] (k < kv_tcp_k) as fp16/bf16 bits or 8-bit e4m3/e5m2 codes,
+ * C[0][0] as fp32 bits. */
 typedef struct {
-  uint16_t a[KV_TCP_K], b[KV_TCP_K];
+  uint16_t a[KV_TCP_KMAX], b[KV_TCP_KMAX];
   uint32_t c;
 } kv_tcp_operands;
 
-/* The value of a 16-bit fp16/bf16 pattern or (st = KV_FP32) of a 32-bit fp32 pattern, exact, in
- * integer arithmetic and ldexp (no float operation that could flush a subnormal). */
+/* Exponent and mantissa bits of an input type (or fp32). */
+KV_TCP_HD static inline void kv_tcp_format(kv_dtype st, int *ebits, int *mbits) {
+  *mbits = st == KV_FP16 ? 10 : st == KV_BF16 ? 7 : st == KV_E4M3 ? 3 : st == KV_E5M2 ? 2 : 23;
+  *ebits = st == KV_FP16 || st == KV_E5M2 ? 5 : st == KV_E4M3 ? 4 : 8;
+}
+
+/* The value of an fp16/bf16 pattern, an e4m3/e5m2 code (no infinities in e4m3, whose only NaN
+ * is S.1111.111) or (st = KV_FP32) an fp32 pattern, exact, in integer arithmetic and ldexp (no
+ * float operation that could flush a subnormal). */
 KV_TCP_HD static inline double kv_tcp_value(uint32_t bits, kv_dtype st) {
-  const int mbits = st == KV_FP16 ? 10 : st == KV_BF16 ? 7 : 23;
-  const int ebits = st == KV_FP16 ? 5 : 8, total = 1 + ebits + mbits;
-  const int bias = (1 << (ebits - 1)) - 1;
-  const uint32_t e = (bits >> mbits) & ((1u << ebits) - 1), m = bits & ((1u << mbits) - 1);
+  int ebits, mbits;
+  kv_tcp_format(st, &ebits, &mbits);
+  const int total = 1 + ebits + mbits, bias = (1 << (ebits - 1)) - 1;
+  const uint32_t emax = (1u << ebits) - 1, mmax = (1u << mbits) - 1;
+  const uint32_t e = (bits >> mbits) & emax, m = bits & mmax;
   const double sign = (bits >> (total - 1)) & 1u ? -1.0 : 1.0;
-  if (e == (1u << ebits) - 1) return m ? NAN : sign * INFINITY;
+  if (st == KV_E4M3 ? e == emax && m == mmax : e == emax) return m ? NAN : sign * INFINITY;
   const double sig = e ? (double)(m | (1u << mbits)) : (double)m;
   return sign * ldexp(sig, (e ? (int)e : 1) - bias - mbits);
 }
@@ -62,7 +78,7 @@ KV_TCP_HD static inline double kv_tcp_value(uint32_t bits, kv_dtype st) {
  * term |C| + sum |A B|. */
 KV_TCP_HD static inline double kv_tcp_exact(const kv_tcp_operands *o, kv_dtype st, double *mag) {
   double s = kv_tcp_value(o->c, KV_FP32), m = fabs(s);
-  for (int k = 0; k < KV_TCP_K; k++) {
+  for (int k = 0; k < kv_tcp_k(st); k++) {
     const double p = kv_tcp_value(o->a[k], st) * kv_tcp_value(o->b[k], st);
     s += p;
     m += fabs(p);
@@ -78,11 +94,13 @@ static inline int kv_tcp_instruction_of(const char *name) {
   return -1;
 }
 
-/* NULL when the probes run on this precision, else why not: fp16 or bf16 inputs, fp32
- * accumulation (the tensor cores' fp32 sum is what the probes measure). */
+/* NULL when the probes run on this precision, else why not: fp16, bf16, e4m3 or e5m2 inputs,
+ * fp32 accumulation (the tensor cores' fp32 sum is what the probes measure). */
 static inline const char *kv_tcp_unsupported(kv_precision p) {
-  if (p.storage != KV_FP16 && p.storage != KV_BF16) return "tcprobe: inputs must be fp16 or bf16";
-  if (p.accum != KV_FP32) return "tcprobe: the probes measure fp32 accumulation (precision fp16:fp32 or bf16:fp32)";
+  if (p.storage != KV_FP16 && p.storage != KV_BF16 && !kv_tcp_is_fp8(p.storage))
+    return "tcprobe: inputs must be fp16, bf16, e4m3 or e5m2";
+  if (p.accum != KV_FP32)
+    return "tcprobe: the probes measure fp32 accumulation (precision fp16:fp32, bf16:fp32, e4m3:fp32 or e5m2:fp32)";
   return NULL;
 }
 

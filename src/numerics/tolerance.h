@@ -22,11 +22,15 @@ typedef struct {
  * - the GPU fp64 reference and the CPU one may disagree by at most this, relative to the
  *   magnitude term (fp64 evaluation-order differences are ~K * 2^-53);
  * - a measured rate above this multiple of the start-up ceiling (min(peak, intensity * copy
- *   bandwidth)) is impossible: the timing is wrong, not the kernel fast (L2-cold timing only);
+ *   bandwidth); for 8-bit storage peak is KV_FP8_RATE_FACTOR times the bf16 one) is
+ *   impossible: the timing is wrong, not the kernel fast (L2-cold timing only);
  * - a rounding bias fails when a bias mean exceeds the deck's bias_limit and this many
  *   standard errors, over at least this many elements (16-bit storage, fp32 accumulation). */
 #define KV_REF_XCHECK_BOUND 1e-9
 #define KV_ROOFLINE_LIMIT 1.10
+/* The tensor cores' 8-bit product rate as a multiple of the measured bf16 matrix rate (the
+ * timing ceiling of FP8 cases): 2 on Hopper, Ada and Blackwell. */
+#define KV_FP8_RATE_FACTOR 2.0
 #define KV_BIAS_SIGMAS 6.0
 #define KV_BIAS_MIN_ELEMENTS 1000
 

@@ -290,6 +290,15 @@ int main(void) {
   info.matrix_tflops = 0.0005; /* the matrix rate is the lower ceiling: 0.5 GFLOP/s */
   judge(&d, &r);
   EXPECT_STATUS(r, KV_FAIL_TIMING);
+  kcase.prec.storage = KV_E4M3; /* 8-bit products: twice the bf16 rate, 1 GFLOP/s, is possible */
+  fresh(&d, &r);
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_PASS);
+  fresh(&d, &r);
+  info.matrix_tflops = 0.0005 / KV_FP8_RATE_FACTOR / (KV_ROOFLINE_LIMIT + 0.01); /* just above the limit */
+  judge(&d, &r);
+  EXPECT_STATUS(r, KV_FAIL_TIMING);
+  kcase.prec.storage = KV_FP16;
 
   TEST("launches that disagree: fail_nondeterministic with the backend's words");
   fresh(&d, &r);

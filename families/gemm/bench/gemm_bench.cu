@@ -4,7 +4,9 @@
  *   gemm_bench [bench|ladder|all] [--csv FILE] [--deck FILE] [--set run.KEY=VALUE]...
  * bench   cublas, kval-wgmma and kval-mma through the family's own dispatch on square shapes
  *         256 .. 8192 (nn), the skinny 16 x 8192 x 8192, 8192^3 with layouts tn and nt, in
- *         fp16:fp32, bf16:fp32, fp16:fp16 and bf16:bf16 (cuBLAS has no bf16 accumulation)
+ *         fp16:fp32, bf16:fp32, fp16:fp16 and bf16:bf16 (cuBLAS has no bf16 accumulation); FP8
+ *         (nt, e4m3 beside cuBLASLt, e5m2) on 8192^3, 4096^3, 1024^3 and 16 x 8192 x 8192, never
+ *         promoted and promoted every 512 products
  * ladder  the rungs of kval-wgmma's configuration ladder (gemm_ladder.h) on bf16:fp32 8192^3
  *         nn, each launched on the family's prepared problem (a launch override)
  * all     both (the default). Exit 0 when every case passed, 1 otherwise, 77 without a GPU. */
@@ -18,9 +20,10 @@
 namespace {
 
 kv_status run(kv_bench *b, const char *variant, const char *prec, const char *layout, const char *shape,
-              const char *backend, const kv_cuda_launch_override *ovr) {
+              const char *backend, const kv_cuda_launch_override *ovr, const char *promote = "0") {
   char spec[256];
-  snprintf(spec, sizeof spec, "variant=%s precision=%s layout=%s shape=%s", variant, prec, layout, shape);
+  snprintf(spec, sizeof spec, "variant=%s precision=%s layout=%s shape=%s promote=%s", variant, prec, layout, shape,
+           promote);
   return kv_bench_case(b, "gemm", spec, backend, ovr);
 }
 
@@ -35,6 +38,14 @@ kv_status bench(kv_bench *b) {
               {"8192x8192x8192", "tn", "bf16:fp32"}, {"8192x8192x8192", "nt", "bf16:fp32"},
               {"1024x1024x1024", "nn", "fp16:fp32"}, {"1024x1024x1024", "nn", "bf16:fp32"},
               {"16x8192x8192", "nn", "fp16:fp32"},   {"16x8192x8192", "nn", "bf16:fp32"}};
+  /* FP8 (layout nt, bf16 output): cuBLASLt e4m3 beside kval-wgmma e4m3 and e5m2, never
+   * promoted (fast accumulation) and promoted every 512 products (cuBLASLt: fast accumulation off) */
+  for (const char *shape : {"8192x8192x8192", "4096x4096x4096", "1024x1024x1024", "16x8192x8192"})
+    for (const char *promote : {"0", "512"}) {
+      KV_TRY(run(b, "cublas", "e4m3:fp32", "nt", shape, nullptr, nullptr, promote));
+      KV_TRY(run(b, "kval-wgmma", "e4m3:fp32", "nt", shape, nullptr, nullptr, promote));
+      KV_TRY(run(b, "kval-wgmma", "e5m2:fp32", "nt", shape, nullptr, nullptr, promote));
+    }
   for (const auto &r : rows)
     for (const char *v : {"cublas", "kval-wgmma", "kval-mma"})
       KV_TRY(run(b, v, r.prec, r.layout, r.shape, nullptr, nullptr));
