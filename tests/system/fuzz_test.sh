@@ -34,7 +34,7 @@ cc() { # OUT SOURCES...: the MPI wrapper with clang as its compiler
     -fno-sanitize-recover=undefined -I"$s" -I"$top_srcdir" $HDF5_CFLAGS -o "$tmp/$out" "$@" $HDF5_LIBS -lm >"$tmp/$out.build" 2>&1 ||
     { echo "FAIL: cannot build $out"; cat "$tmp/$out.build"; exit 1; }
 }
-common="$s/core/check.c $s/core/escape.c $s/core/dtype.c $s/run/inject.c $s/numerics/halfprec.c"
+common="$s/core/check.c $s/core/escape.c $s/core/dtype.c $s/run/inject.c $s/numerics/halfprec.c $s/numerics/fp8.c"
 cc fuzz_deck "$top_srcdir/tests/fuzz/fuzz_deck.c" $common "$s/input/deck.c" "$s/input/plan.c" "$s/input/plan_values.c" "$s/input/plan_assign.c" "$s/input/estimate.c" \
   $(find "$f" -name '*.c' ! -name 'test_*' ! -path '*/testkit/*' ! -path '*/bench/*' | sort) "$s/numerics/errstats.c" "$s/numerics/tolerance.c" "$s/numerics/fingerprint.c"
 cc fuzz_cli "$top_srcdir/tests/fuzz/fuzz_cli.c" $common "$s/input/cli.c"

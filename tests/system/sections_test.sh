@@ -42,7 +42,7 @@ f = h5py.File(sys.argv[1], "r")
 groups = sorted(k for k in f if isinstance(f[k], h5py.Group) and k != "ranks")
 ok = groups == ["gemm", "gemm.tails", "rmsnorm.odd"]
 ok = ok and [f[g].attrs["family"] for g in groups] == ["gemm", "gemm", "rmsnorm"]
-ok = ok and f["gemm.tails"]["status"].shape == (2, 1, 1, 1, 2, 1, 1, 2) and (f["gemm.tails"]["status"][...] == 1).all()
+ok = ok and f["gemm.tails"]["status"].shape == (2, 1, 1, 1, 2, 1, 1, 2, 1, 1, 1) and (f["gemm.tails"]["status"][...] == 1).all()
 # cell 0 of both gemm sections is 64x64x64 fp16:fp32 nn normal, alpha 1 vs 0.5: fresh inputs per section
 ok = ok and f["gemm"]["fingerprint"][0].ravel()[0] != f["gemm.tails"]["fingerprint"][0].ravel()[0]
 if not ok:
