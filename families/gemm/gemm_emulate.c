@@ -4,11 +4,11 @@
  *  - each output accumulates k = 0, 1, ..., K-1 in order with fp32 adds; for fp16/bf16
  *    accumulation the accumulator is rounded to that type (round-to-nearest-even) after every
  *    k-step of KV_KSTEP = 16 products and after the last, partial, step;
- *  - FP8 storage (e4m3, e5m2; kval-wgmma's model): products exact in fp32, added in order;
- *    after every k-step of KV_FP8_KSTEP = 32 (and the last, partial, one) the tensor-core
- *    accumulator keeps KV_FP8_ACC_BITS significand bits, truncated (numerics/accum.h); with
- *    promote = P > 0, after every P products (and at the end) it is added into an fp32 sum
- *    (round to nearest even) and restarts from zero;
+ *  - FP8 storage (e4m3, e5m2; kval-wgmma's model): every k-step of KV_FP8_KSTEP = 32 products
+ *    (and the last, partial, one) is one fused sum of the accumulator and the products aligned
+ *    on their largest exponent and truncated to KV_FP8_ACC_BITS bits (numerics/accum.h); with
+ *    promote = P > 0, after every P products (and at the end) the accumulator is added into an
+ *    fp32 sum (round to nearest even) and restarts from zero;
  *  - epilogue in fp32, multiply and add rounded separately (no fused multiply-add):
  *    d = alpha' * acc with alpha' = kv_gemm_epilogue_alpha(alpha, scale_a, scale_b), then
  *    d = d + (float)beta * c when beta != 0, rounded to the output type (kv_precision_output).
@@ -66,19 +66,26 @@ static void rank1_update(float *restrict acc, const float *restrict brow, const 
   }
 }
 
-/* The end of a k-step of the accumulators x[0..n): rounding to a 16-bit accumulator type, the
- * FP8 accumulation's truncation; at an FP8 promotion point also sum += x, x = 0. */
-static void end_kstep(const kv_gemm_dims *d, kv_dtype acc_t, float *x, float *sum, size_t n, size_t done) {
-  if (!kv_dtype_is_fp8(d->st)) {
-    kv_acc_round_array(x, n, acc_t);
-    return;
-  }
-  for (size_t i = 0; i < n; i++) x[i] = kv_fp8_acc_truncate(x[i]);
-  if (d->promote > 0 && (done % (size_t)d->promote == 0 || done == (size_t)d->k))
-    for (size_t i = 0; i < n; i++) {
-      sum[i] = sum[i] + x[i];
-      x[i] = 0.0f;
+/* FP8 (kval-wgmma's model, numerics/accum.h): the accumulators of rows i0 .. i0 + nr, k-step by
+ * k-step of KV_FP8_KSTEP products, each k-step one fused sum; with promote = P > 0, after every P
+ * products (and at the end) acc is added into sum in fp32 and restarts from zero. */
+static void fp8_rows(const kv_gemm_dims *d, const float *af, const float *bf, size_t i0, int nr, float *acc,
+                     float *sum) {
+  const size_t n = (size_t)d->n, k = (size_t)d->k;
+  for (size_t k0 = 0; k0 < k; k0 += KV_FP8_KSTEP) {
+    const int steps = (int)(k - k0 < KV_FP8_KSTEP ? k - k0 : KV_FP8_KSTEP);
+    for (int r = 0; r < nr; r++) {
+      const float *arow = af + (i0 + (size_t)r) * k + k0;
+      float *ar = acc + (size_t)r * n;
+      for (size_t j = 0; j < n; j++) ar[j] = kv_fp8_fused_sum(ar[j], arow, bf + k0 * n + j, n, steps);
     }
+    const size_t done = k0 + (size_t)steps;
+    if (d->promote > 0 && (done % (size_t)d->promote == 0 || done == k))
+      for (size_t i = 0; i < (size_t)nr * n; i++) {
+        sum[i] = sum[i] + acc[i];
+        acc[i] = 0.0f;
+      }
+  }
 }
 
 kv_status kv_gemm_emulate(const kv_case *c, void *const *in, void *const *out) {
@@ -86,7 +93,6 @@ kv_status kv_gemm_emulate(const kv_case *c, void *const *in, void *const *out) {
   kv_gemm_dims_of(c, &d);
   const kv_dtype acc_t = c->prec.accum;
   const size_t m = (size_t)d.m, n = (size_t)d.n, k = (size_t)d.k;
-  const size_t kstep = kv_dtype_is_fp8(d.st) ? KV_FP8_KSTEP : KV_KSTEP;
   const int promoted = kv_dtype_is_fp8(d.st) && d.promote > 0;
   const float alpha = kv_gemm_epilogue_alpha(d.alpha, d.scale_a, d.scale_b), beta = (float)d.beta;
   float *af, *bf;
@@ -107,11 +113,14 @@ kv_status kv_gemm_emulate(const kv_case *c, void *const *in, void *const *out) {
     float a[GEMM_ROW_BLOCK];
     memset(acc, 0, (size_t)nr * n * sizeof(float));
     memset(sum, 0, (size_t)nr * n * sizeof(float));
-    for (size_t kk = 0; kk < k; kk++) {
-      for (int r = 0; r < nr; r++) a[r] = af[(i0 + (size_t)r) * k + kk];
-      rank1_update(acc, bf + kk * n, a, nr, n);
-      if ((kk + 1) % kstep == 0 || kk + 1 == k) end_kstep(&d, acc_t, acc, sum, (size_t)nr * n, kk + 1);
-    }
+    if (kv_dtype_is_fp8(d.st))
+      fp8_rows(&d, af, bf, i0, nr, acc, sum);
+    else
+      for (size_t kk = 0; kk < k; kk++) {
+        for (int r = 0; r < nr; r++) a[r] = af[(i0 + (size_t)r) * k + kk];
+        rank1_update(acc, bf + kk * n, a, nr, n);
+        if ((kk + 1) % KV_KSTEP == 0 || kk + 1 == k) kv_acc_round_array(acc, (size_t)nr * n, acc_t);
+      }
     const float *res = promoted ? sum : acc;
     for (int r = 0; r < nr; r++) {
       size_t i = i0 + (size_t)r;

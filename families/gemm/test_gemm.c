@@ -192,9 +192,9 @@ static void test_precision_properties(void) {
 }
 
 /* FP8 model (accum.h): b(0) = 256, b(32 j + 1) = 2^-6 for j = 0..7, A = ones, C = -256, K = 256.
- * Never promoted, each k-step's 256 + 2^-6 loses the 2^-6 (14 bits at 256 keep multiples of
- * 2^-5): D = 0. Promoted every 128 products, the second half restarts from zero and keeps its
- * four 2^-6: D = 2^-4. Exact: 2^-3. The result is bf16-exact in every case. */
+ * Never promoted, each k-step's 2^-6, aligned on 256's exponent, loses its bits (14 bits at 256
+ * keep multiples of 2^-5): D = 0. Promoted every 128 products, the second half restarts from
+ * zero and keeps its four 2^-6: D = 2^-4. Exact: 2^-3. The result is bf16-exact in every case. */
 static double fp8_dot(const char *prec, int promote, int compensated_ref) {
   char spec[128];
   snprintf(spec, sizeof spec, "variant=kval-wgmma precision=%s layout=nt shape=1x1x256 beta=1 promote=%d", prec, promote);
@@ -259,7 +259,10 @@ static void test_fp8_scales(void) {
   for (int i = 0; i < 3; i++) fcase_free(&f[i]);
 }
 
-/* Both formats, every distribution, beta, scales and promotion: within the default tolerance. */
+/* Both formats, every distribution, beta, scales and promotion: within the default tolerance,
+ * except same-sign sums never promoted: there every product loses its bits below the growing
+ * accumulator's 14th, a bias of order K 2^-15 relative, beyond the sqrt(K) bound at K = 1040
+ * (the H200 shows the same, docs/NUMERICS.md): the finding promotion is for. */
 static void test_fp8_vs_reference(void) {
   static const char *const dists[] = {"normal", "uniform", "near_max"};
   static const char *const extra[] = {"promote=0", "promote=128 beta=0.5", "promote=256 scale_a=0.125 scale_b=2"};
@@ -275,7 +278,11 @@ static void test_fp8_vs_reference(void) {
         fcase_emulate(&f);
         fcase_reference(&f, 0);
         const double ratio = fcase_bound_ratio(&f);
-        EXPECT(ratio > 0.0 && ratio <= 1.0, "%s: max err / bound = %g", spec, ratio);
+        if (d == 2 && e == 0)
+          EXPECT(ratio > 1.0 && ratio < 4.0, "%s: same-sign, never promoted: max err / bound = %g, want (1, 4)", spec,
+                 ratio);
+        else
+          EXPECT(ratio > 0.0 && ratio <= 1.0, "%s: max err / bound = %g", spec, ratio);
         fcase_free(&f);
       }
 }
@@ -297,6 +304,19 @@ static void test_invalid_fp8(void) {
   EXPECT_CONTAINS(invalid_of(&kv_family_gemm, "precision=fp16:fp32 promote=128", "cpu"), "FP8 storage only");
   EXPECT_CONTAINS(invalid_of(&kv_family_gemm, "precision=bf16:fp32 scale_a=2", "cpu"), "FP8 storage only");
   EXPECT(invalid_of(&kv_family_gemm, "precision=e4m3:e4m3 layout=nt", "cpu") != NULL, "8-bit accumulator refused");
+  static const char *const exact[][2] = {{"variant=kval-wgmma precision=e4m3:fp32 layout=nt dist=near_max", "1"},
+                                          {"variant=kval-wgmma precision=e5m2:fp32 layout=nt dist=near_max", "1"},
+                                          {"variant=kval-wgmma precision=e4m3:fp32 layout=nt dist=normal", "0"},
+                                          {"variant=cublas precision=e4m3:fp32 layout=nt dist=near_max", "0"},
+                                          {"variant=kval-wgmma precision=fp16:fp16 dist=near_max", "0"},
+                                          {"variant=kval-mma precision=bf16:bf16", "0"}};
+  for (int i = 0; i < 6; i++) {
+    fcase f;
+    fcase_make(&f, &kv_family_gemm, exact[i][0]);
+    EXPECT(kv_family_gemm.emulation_exact(&f.c) == (exact[i][1][0] == '1'), "%s: emulation_exact %s", exact[i][0],
+           exact[i][1]);
+    fcase_free(&f);
+  }
   kv_cost g = cost_of(&kv_family_gemm, "variant=kval-wgmma precision=e4m3:fp32 layout=nt shape=256x128x64 beta=1");
   EXPECT(g.bytes == 256.0 * 64 + 64 * 128 + 2.0 * 256 * 128 * 2, "e4m3 bytes: 1-byte A, B; bf16 C, D: %g", g.bytes);
 }
@@ -426,7 +446,7 @@ int main(void) {
   test_fp8_scales();
   TEST("FP8: emulation vs fp64 reference within the default tolerance");
   test_fp8_vs_reference();
-  TEST("FP8: support rules and byte counts");
+  TEST("FP8: support rules, byte counts, kval-wgmma's FP8 exact to the emulation");
   test_invalid_fp8();
   TEST("fp64 reference vs double-double on cancelling dot products");
   test_reference_dd("fp16:fp32");

@@ -61,10 +61,10 @@ typedef struct {
 
 /* The precision model's dot product (docs/NUMERICS.md): exact products added one at a time
  * in fp32 with round-to-nearest-even and gradual underflow, C first - the arithmetic of the
- * gemm emulation's k loop. FP8 (kv_tcp_model_fp8): the same, then the accumulator keeps
- * KV_FP8_ACC_BITS = 14 significand bits, truncated (numerics/accum.h's kv_fp8_acc_truncate at
- * the end of the gemm emulation's FP8 k-step of 32, one instruction). The cpu backend's tcprobe
- * emulation computes them (kv_tcp_model_of the case's input type). */
+ * gemm emulation's k loop. FP8 (kv_tcp_model_fp8): one fused sum of the 32 products and C,
+ * aligned on the largest (raw) exponent and truncated to KV_FP8_ACC_BITS = 14 bits - the gemm
+ * emulation's k-step (numerics/accum.h's kv_fp8_fused_sum), as the probes measure Hopper's FP8
+ * wgmma. The cpu backend's tcprobe emulation computes them (kv_tcp_model_of the case's input type). */
 extern const kv_tcp_unit kv_tcp_model, kv_tcp_model_fp8;
 const kv_tcp_unit *kv_tcp_model_of(kv_dtype st);
 /* D[0][0] of one sub-test under a hypothesis. */

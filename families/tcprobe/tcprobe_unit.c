@@ -4,8 +4,8 @@
  * fp32), which the unit test runs under every hypothesis the decoders tell apart; the
  * precision model's instances of it (kv_tcp_model, and kv_tcp_model_fp8 for e4m3/e5m2); the
  * cpu backend's kernel (kv_tcp_emulate: the model's arithmetic, exact products added in fp32
- * one by one as the gemm emulation's k loop does, for FP8 then truncated to KV_FP8_ACC_BITS
- * bits); and the fp64 references of the sub-tests' exact values and their double-double twin. */
+ * one by one as the gemm emulation's k loop does; for FP8 the gemm emulation's fused sum of
+ * one instruction, aligned and truncated to KV_FP8_ACC_BITS bits); and the fp64 references of the sub-tests' exact values and their double-double twin. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +16,11 @@
 #include "numerics/dd.h"
 
 const kv_tcp_unit kv_tcp_model = {.width = 0, .align_round = KV_TCP_RNE, .final_round = KV_TCP_RNE, .block = 1};
-const kv_tcp_unit kv_tcp_model_fp8 = {
-    .width = 0, .align_round = KV_TCP_RNE, .final_round = KV_TCP_RNE, .block = 1, .acc_bits = KV_FP8_ACC_BITS};
+const kv_tcp_unit kv_tcp_model_fp8 = {.width = KV_FP8_ACC_BITS,
+                                      .align_round = KV_TCP_RZ,
+                                      .final_round = KV_TCP_RNE,
+                                      .block = KV_FP8_KSTEP,
+                                      .raw_exponent = 1};
 
 const kv_tcp_unit *kv_tcp_model_of(kv_dtype st) { return kv_tcp_is_fp8(st) ? &kv_tcp_model_fp8 : &kv_tcp_model; }
 
@@ -90,8 +93,8 @@ float kv_tcp_unit_eval(const kv_tcp_unit *u, const kv_tcp_operands *o, kv_dtype 
 }
 
 /* The cpu backend's kernel: every sub-test through the model's arithmetic in fp32, C first and
- * then acc = acc + a_k b_k (the product is exact in fp32; one rounding per add); FP8: then the
- * accumulator's truncation of the gemm emulation (kv_fp8_acc_truncate). */
+ * then acc = acc + a_k b_k (the product is exact in fp32; one rounding per add); FP8: the gemm
+ * emulation's fused sum of one instruction (kv_fp8_fused_sum). */
 kv_status kv_tcp_emulate(const kv_case *c, void *const *in, void *const *out) {
   (void)in;
   const kv_dtype st = c->prec.storage;
@@ -100,10 +103,13 @@ kv_status kv_tcp_emulate(const kv_case *c, void *const *in, void *const *out) {
   if (!ops) return KV_ERR;
   float *d = out[0];
   for (int i = 0; i < n; i++) {
-    float acc = (float)kv_tcp_value(ops[i].c, KV_FP32);
-    for (int k = 0; k < kv_tcp_k(st); k++)
-      acc = acc + (float)kv_tcp_value(ops[i].a[k], st) * (float)kv_tcp_value(ops[i].b[k], st);
-    d[i] = kv_tcp_is_fp8(st) ? kv_fp8_acc_truncate(acc) : acc;
+    float acc = (float)kv_tcp_value(ops[i].c, KV_FP32), a[KV_TCP_KMAX], b[KV_TCP_KMAX];
+    for (int k = 0; k < kv_tcp_k(st); k++) {
+      a[k] = (float)kv_tcp_value(ops[i].a[k], st);
+      b[k] = (float)kv_tcp_value(ops[i].b[k], st);
+      if (!kv_tcp_is_fp8(st)) acc = acc + a[k] * b[k];
+    }
+    d[i] = kv_tcp_is_fp8(st) ? kv_fp8_fused_sum(acc, a, b, 1, kv_tcp_k(st)) : acc;
   }
   free(ops);
   return KV_OK;

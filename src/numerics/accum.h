@@ -1,10 +1,12 @@
 /* accum.h - the accumulator model of kval's precision model, shared by the CPU emulations:
  * an fp32 value rounded to the accumulator type (round to nearest even), after every add of a
  * CUDA-core reduction or after every k-step of a tensor-core reduction; and the FP8 tensor
- * cores' truncated accumulation. */
+ * cores' fused, aligned and truncated sum. */
 #ifndef KVAL_NUMERICS_ACCUM_H
 #define KVAL_NUMERICS_ACCUM_H
 
+#include <limits.h>
+#include <math.h>
 #include <stddef.h>
 
 #include "core/dtype.h"
@@ -15,14 +17,38 @@
  * accumulators are rounded after every KV_KSTEP products. */
 #define KV_KSTEP 16
 
-/* FP8 tensor-core accumulation (kval's model, docs/NUMERICS.md): one instruction (wgmma k32)
- * adds KV_FP8_KSTEP exact products into the fp32 accumulator, which then keeps only
- * KV_FP8_ACC_BITS significand bits, truncated toward zero (numerics/fp8.h). */
+/* FP8 tensor-core accumulation, kval's model of Hopper's FP8 wgmma as the tcprobe family
+ * measures it on the H200 (docs/NUMERICS.md section 9): one instruction adds KV_FP8_KSTEP
+ * products to the accumulator in one fused sum. Its terms - the accumulator and every nonzero
+ * product, exact - are aligned on the largest exponent e among them (a product's raw exponent
+ * e(a) + e(b)) and truncated toward zero to multiples of 2^(e - KV_FP8_ACC_BITS + 1); the
+ * truncated terms add exactly (the sum fits in fp32) and are the new accumulator. b[k * bs] is
+ * the k-th product's second factor. */
 #define KV_FP8_KSTEP 32
-static inline float kv_fp8_acc_truncate(float x) {
-  const uint32_t u = kv_f32_bits(x);
-  if ((u & 0x7f800000u) == 0x7f800000u) return x; /* inf, NaN */
-  return kv_bits_f32(u & ~((1u << (24 - KV_FP8_ACC_BITS)) - 1u));
+/* The exponent of a nonzero finite float (from its bits when normal, as 8-bit values always are). */
+static inline int kv_fp8_exponent(float x) {
+  const int e = (int)((kv_f32_bits(x) >> 23) & 0xffu);
+  return e ? e - 127 : ilogbf(x);
+}
+static inline float kv_fp8_fused_sum(float acc, const float *a, const float *b, size_t bs, int n) {
+  int emax = INT_MIN, finite = isfinite(acc);
+  if (acc != 0.0f && finite) emax = kv_fp8_exponent(acc);
+  for (int k = 0; k < n; k++) {
+    const float x = a[k], y = b[(size_t)k * bs];
+    if (!isfinite(x) || !isfinite(y)) finite = 0;
+    else if (x != 0.0f && y != 0.0f && kv_fp8_exponent(x) + kv_fp8_exponent(y) > emax)
+      emax = kv_fp8_exponent(x) + kv_fp8_exponent(y);
+  }
+  if (!finite) { /* an infinity or NaN: IEEE arithmetic carries it */
+    for (int k = 0; k < n; k++) acc += a[k] * b[(size_t)k * bs];
+    return acc;
+  }
+  if (emax == INT_MIN) return acc; /* every term zero */
+  const int lsb = emax - KV_FP8_ACC_BITS + 1;
+  const double scale = ldexp(1.0, -lsb); /* terms in units of 2^lsb: exact products of powers of two */
+  double units = trunc((double)acc * scale);
+  for (int k = 0; k < n; k++) units += trunc((double)(a[k] * b[(size_t)k * bs]) * scale); /* a b exact in fp32 */
+  return (float)ldexp(units, lsb);
 }
 
 /* Round an fp32 value to the accumulator type (identity for fp32 accumulation). */

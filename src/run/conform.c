@@ -12,7 +12,7 @@
 
 int kv_conform_judged(const kv_case *c) {
   const kv_family *f = c->fp->family;
-  return kv_dtype_size(c->prec.accum) < kv_dtype_size(KV_FP32) && f->emulation_exact && f->emulate &&
+  return kv_precision_accum_roundoff(c->prec) > kv_dtype_unit_roundoff(KV_FP32) && f->emulation_exact && f->emulate &&
          f->emulation_exact(c);
 }
 

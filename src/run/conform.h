@@ -4,15 +4,16 @@
  * passes the second is `inaccurate`: a correct kernel of an inadequate precision, a finding of
  * a precision study, not a failure. Conformance is measured against the cpu emulation, run
  * again on the host on inputs generated again, and only where the model is exact (the family's
- * emulation_exact: the kernel must equal the emulation bit for bit) for a reduced accumulator
- * (narrower than fp32); elsewhere no case can be inaccurate. docs/NUMERICS.md section 4. */
+ * emulation_exact: the kernel must equal the emulation bit for bit) for a reduced accumulation
+ * (narrower than fp32: a 16-bit accumulator, or the FP8 tensor cores' 14-bit sums); elsewhere no
+ * case can be inaccurate. docs/NUMERICS.md section 4. */
 #ifndef KVAL_CONFORM_H
 #define KVAL_CONFORM_H
 
 #include "backends/backend.h"
 
-/* 1 when the conformance of case c can be judged: its accumulator is narrower than fp32 and
- * its family says the kernel must equal the emulation bit for bit. */
+/* 1 when the conformance of case c can be judged: its accumulation is narrower than fp32
+ * (kv_precision_accum_roundoff) and its family says the kernel must equal the emulation bit for bit. */
 int kv_conform_judged(const kv_case *c);
 
 /* Deviation of the kernel's outputs from the emulation of case c. */
