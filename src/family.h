@@ -63,10 +63,18 @@ typedef struct {
   double bytes;        /* minimal device-memory traffic: inputs read once, outputs written once */
   double red_len;      /* reduction length K of the tolerance's sqrt(K) term */
   double ref_flops;    /* fp64 reference operations for the whole output */
+  double ref_row_flops; /* fp64 CPU reference operations of the costliest row asked for alone (a
+                           sampled row that needs statistics shared by many rows: fa2bwd's key
+                           rows); 0: ref_flops / rows (kv_cost_row_flops) */
   double device_bytes; /* device memory the case needs (inputs, outputs, reference buffers) */
   size_t rows;         /* output 0 seen as rows x row_len, the unit of reference sampling */
   size_t row_len;
 } kv_cost;
+
+/* The CPU reference's operations for one sampled row: ref_row_flops, or the average row. */
+static inline double kv_cost_row_flops(const kv_cost *c) {
+  return c->ref_row_flops > 0 ? c->ref_row_flops : c->rows ? c->ref_flops / (double)c->rows : 0.0;
+}
 
 /* An input or output tensor. Inputs are generated as round(offset + scale * base). */
 typedef struct {

@@ -40,7 +40,7 @@ static double disagreement(double g, double c, double scale) {
 static size_t xcheck_rows(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, size_t **rows) {
   kv_run_settings small = *rs;
   small.sample_rows = XCHECK_ROWS;
-  const double per_row = cost->rows ? cost->ref_flops / (double)cost->rows : 0.0;
+  const double per_row = kv_cost_row_flops(cost);
   while (small.sample_rows > 2 && per_row * small.sample_rows > rs->cpu_ref_budget) small.sample_rows /= 2;
   small.cpu_ref_budget = -1.0; /* always sample (all rows only when there are few) */
   size_t n = kv_reference_rows(c, cost, &small, rows);

@@ -1,0 +1,32 @@
+#!/bin/bash
+# device_check.sh - build kval on the GPU machine and run the fa2bwd family: its test deck,
+# the fa2bwd sections of default.deck, and PyTorch's SDPA backward at the same shapes; a table
+# of every case last. OUT: the folder for logs.
+set -u
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+OUT=${OUT:-/tmp/fa2bwd-out}
+mkdir -p "$OUT"
+top=$(pwd)
+(./bootstrap && mkdir -p build && cd build && ../configure && make -j16 src/kval) > "$OUT/build.log" 2>&1 ||
+  { tail -n 40 "$OUT/build.log"; exit 1; }
+grep -A3 "fa2bwd" "$OUT/build.log" | grep -E "registers|spill" | sort | uniq -c | head -20
+K="$top/build/src/kval"
+dump() {
+  PYTHONPATH="$top/analysis" python3 -m kval_analysis export "$1" -o "$1.csv" > /dev/null &&
+    python3 - "$1.csv" <<'P'
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["family"] != "fa2bwd":
+        continue
+    tf = r.get("tflops") or ""
+    print(f'{r["status"]:<16} {r["precision"]} d={r["headdim"]:>3} L={r["seqlen"]:>5} c={r["causal"]} b={r["batch"]} '
+          f'{r["dist"]:<12} bound={float(r["max_bound_ratio"] or "nan"):.3g} xref={r["ref_xcheck"]} '
+          f'tflops={tf} regs={r["registers"]} {r["message"][:90]}')
+P
+}
+timeout 200 "$K" --backend cuda --only fa2bwd families/fa2bwd/test.deck -o "$OUT/test.h5" > "$OUT/test.log" 2>&1
+echo "test.deck rc=$?"; tail -n 3 "$OUT/test.log"; dump "$OUT/test.h5"
+timeout 240 "$K" --backend cuda --only fa2bwd inputs/default.deck -o "$OUT/default.h5" > "$OUT/default.log" 2>&1
+echo "default.deck rc=$?"; tail -n 3 "$OUT/default.log"; dump "$OUT/default.h5"
+timeout 120 python3 families/fa2bwd/bench/peers.py --seqlen 2048 > "$OUT/peers.csv" 2>&1
+cat "$OUT/peers.csv"

@@ -1,0 +1,38 @@
+/* fa2bwd_limits.h - what the FlashAttention-2 backward kernels can run and with which tiles, in
+ * plain C that gcc and nvcc both compile: the descriptor's invalid() and path(), and the
+ * dispatcher ask the same kv_fa2bwd_unsupported() and read the same block sizes.
+ * kval-mma (mma.sync m16n8k16, fp32 accumulation) runs two deterministic passes after the
+ * preprocessing of D = rowsum(dO * O): the dK/dV kernel (one thread block per KV_FA2BWD_BLOCK_N
+ * keys of one (batch, head), walking the query blocks of KV_FA2BWD_BLOCK_M rows) and the dQ
+ * kernel (one thread block per KV_FA2BWD_BLOCK_M query rows, walking the key blocks of
+ * KV_FA2BWD_BLOCK_N keys). No atomics: every output element is written by one thread, its
+ * sums taken in a fixed order, so dQ, dK and dV are bitwise identical run to run. */
+#ifndef KVAL_FA2BWD_LIMITS_H
+#define KVAL_FA2BWD_LIMITS_H
+
+#include <string.h>
+
+#include "core/dtype.h"
+
+#define KV_FA2BWD_BLOCK_M(d) 64
+#define KV_FA2BWD_BLOCK_N(d) 64
+
+enum kv_fa2bwd_variant { KV_FA2BWD_MMA = 0 };
+
+/* The variant of a deck name, -1 for an unknown one. */
+static inline int kv_fa2bwd_variant_of(const char *name) {
+  if (name && strcmp(name, "kval-mma") == 0) return KV_FA2BWD_MMA;
+  return -1;
+}
+
+/* NULL when the variant has a kernel for this head dim and precision, else why not (the
+ * precision itself is assumed valid: kv_precision_invalid_reason). */
+static inline const char *kv_fa2bwd_unsupported(int variant, long long headdim, kv_precision p) {
+  if (variant != KV_FA2BWD_MMA) return "fa2bwd: unknown variant";
+  if (p.storage != KV_FP16 && p.storage != KV_BF16) return "fa2bwd: storage must be fp16 or bf16";
+  if (p.accum != KV_FP32) return "fa2bwd: fp32 accumulation only";
+  if (headdim != 64 && headdim != 128) return "fa2bwd: headdim must be 64 or 128";
+  return NULL;
+}
+
+#endif

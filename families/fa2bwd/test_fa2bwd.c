@@ -1,0 +1,236 @@
+/* test_fa2bwd.c - the fa2bwd family's descriptor, CPU emulation and fp64 reference on the cpu
+ * backend: the axis and parameter tables, invalid() and cost(), the tensors; the reference
+ * against finite differences of an fp64 forward (d/dq, d/dk, d/dv of sum(dout * o)), and the
+ * identities every gradient set satisfies (sum_j dK_j = 0, sum_j dV_j = sum_i dout_i); the
+ * emulation against the reference under the default tolerance (causal and not, tails, both
+ * head dims and storage types, every distribution) without being the reference itself, a
+ * swapped gradient failing; the fp64 reference against its double-double twin. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "families/fa2bwd/fa2bwd.h"
+#include "families/kit.h"
+#include "families/testkit/family_checks.h"
+#include "numerics/halfprec.h"
+#include "tests/unit/test_util.h"
+
+static const axis_want fa2bwd_axes[] = {
+    {"variant", KV_AXIS_STR, "kval-mma", "kval-mma", 0, 0},
+    {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0},
+    {"headdim", KV_AXIS_INT, "64 128", NULL, 64, 128},
+    {"seqlen", KV_AXIS_INT, "512 1024 2048", NULL, 1, 1048576},
+    {"causal", KV_AXIS_INT, "0 1", NULL, 0, 1},
+    {"batch", KV_AXIS_INT, "0", NULL, 0, 65536},
+    {"heads", KV_AXIS_INT, "16", NULL, 1, 1024},
+    {"dist", KV_AXIS_STR, "normal", "normal uniform large_logits", 0, 0},
+    {NULL, KV_AXIS_INT, NULL, NULL, 0, 0}};
+static const param_want fa2bwd_params[] = {{"tokens", 16384, 1, 2147483648.0}, {"scale", 0, 0, 1e6}, {NULL, 0, 0, 0}};
+
+static void test_invalid(void) {
+  const kv_family *f = &kv_family_fa2bwd;
+  EXPECT(invalid_of(f, "precision=bf16:fp32 headdim=128", "cuda") == NULL, "bf16:fp32 at d=128 is valid");
+  EXPECT_CONTAINS(invalid_of(f, "precision=fp16:fp16", "cuda"), "fp32 accumulation");
+  EXPECT_CONTAINS(invalid_of(f, "precision=fp32:fp32", "cuda"), "fp16 or bf16");
+  EXPECT_CONTAINS(invalid_of(f, "headdim=96", "cuda"), "64 or 128");
+}
+
+static void test_cost(void) {
+  kv_cost c = cost_of(&kv_family_fa2bwd, "precision=bf16:fp32 headdim=64 seqlen=100 causal=0 batch=2 heads=3");
+  const double bh = 6, n = bh * 100 * 64;
+  EXPECT(c.flops == 10.0 * bh * 100 * 100 * 64, "flops %g", c.flops);
+  EXPECT(c.bytes == 8.0 * n * 2 + 8.0 * bh * 100, "bytes %g", c.bytes);
+  EXPECT(c.rows == 3 * 600 && c.row_len == 64 && c.red_len == 100, "rows %zu x %zu, red_len %g", c.rows, c.row_len,
+         c.red_len);
+  kv_cost k = cost_of(&kv_family_fa2bwd, "precision=bf16:fp32 headdim=128 seqlen=100 causal=1 batch=2 heads=3");
+  EXPECT(k.flops == 10.0 * bh * 100 * 100 / 2 * 128 && k.red_len == 128, "causal flops %g, red_len %g", k.flops, k.red_len);
+  EXPECT(c.device_bytes > c.bytes, "device bytes %g cover the traffic", c.device_bytes);
+}
+
+static void test_tensors(void) {
+  fcase f;
+  fcase_init(&f, &kv_family_fa2bwd, "precision=fp16:fp32 headdim=64 seqlen=70 batch=3 heads=2 dist=large_logits");
+  kv_tensors t;
+  kv_family_fa2bwd.tensors(&f.c, &t);
+  const size_t n = 3 * 70 * 2 * 64;
+  EXPECT(t.n_in == 4 && t.n_out == 1, "4 inputs, 1 output");
+  EXPECT(spec_is(&t.in[0], "q", KV_FP16, n, KV_DIST_NORMAL, 4.0, 0.0) && spec_is(&t.in[1], "k", KV_FP16, n, KV_DIST_NORMAL, 4.0, 0.0),
+         "q, k specs");
+  EXPECT(spec_is(&t.in[2], "v", KV_FP16, n, KV_DIST_NORMAL, 1.0, 0.0) && spec_is(&t.in[3], "dout", KV_FP16, n, KV_DIST_NORMAL, 1.0, 0.0),
+         "v, dout specs");
+  EXPECT(strcmp(t.out[0].name, "dqkv") == 0 && t.out[0].dtype == KV_FP16 && t.out[0].count == 3 * n, "dqkv spec");
+}
+
+/* f = sum(dout * o) of an fp64 forward over the widened inputs x[4] (q, k, v, dout) of head
+ * (b, h) of the case. */
+static double objective(const kv_fa2bwd_dims *d, double *const *x, long long b, long long h) {
+  const long long hd = d->headdim, l = d->seqlen;
+  double f = 0.0;
+  for (long long i = 0; i < l; i++) {
+    const size_t qi = (size_t)(((b * l + i) * d->heads + h) * hd);
+    const long long n = kv_fa2bwd_keys(d, i);
+    double m = -INFINITY, *s = malloc((size_t)n * sizeof *s), sum = 0.0;
+    for (long long j = 0; j < n; j++) {
+      const size_t kj = (size_t)(((b * l + j) * d->heads + h) * hd);
+      s[j] = 0.0;
+      for (long long k = 0; k < hd; k++) s[j] += x[0][qi + k] * x[1][kj + k];
+      s[j] *= d->scale;
+      m = fmax(m, s[j]);
+    }
+    for (long long j = 0; j < n; j++) sum += exp(s[j] - m);
+    for (long long j = 0; j < n; j++) {
+      const size_t vj = (size_t)(((b * l + j) * d->heads + h) * hd);
+      double dv = 0.0;
+      for (long long k = 0; k < hd; k++) dv += x[3][qi + k] * x[2][vj + k];
+      f += exp(s[j] - m) / sum * dv;
+    }
+    free(s);
+  }
+  return f;
+}
+
+/* Central differences of the objective against the reference's dQ, dK and dV at sampled
+ * elements of every gradient. */
+static void test_finite_differences(const char *spec) {
+  fcase f;
+  fcase_make(&f, &kv_family_fa2bwd, spec);
+  fcase_generate(&f, 17);
+  fcase_reference(&f, 0);
+  kv_fa2bwd_dims d;
+  kv_fa2bwd_dims_of(&f.c, &d);
+  const size_t n = f.t.in[0].count;
+  double *x[4];
+  for (int t = 0; t < 4; t++) {
+    x[t] = malloc(n * sizeof(double));
+    kv_to_double(f.in[t], f.t.in[t].dtype, 0, n, x[t]);
+  }
+  double worst = 0.0;
+  int checked = 0;
+  for (int part = 0; part < 3; part++)
+    for (size_t e = 7; e < n; e += n / 5 + 3) {
+      const long long h = (long long)((e / (size_t)d.headdim) % (size_t)d.heads);
+      const long long b = (long long)(e / ((size_t)d.headdim * (size_t)d.heads * (size_t)d.seqlen));
+      const double keep = x[part][e], step = 1e-5;
+      x[part][e] = keep + step;
+      const double up = objective(&d, x, b, h);
+      x[part][e] = keep - step;
+      const double down = objective(&d, x, b, h);
+      x[part][e] = keep;
+      const double fd = (up - down) / (2 * step), ref = f.ref[(size_t)part * n + e];
+      worst = fmax(worst, fabs(fd - ref) / fmax(fabs(ref), 1e-3));
+      checked++;
+    }
+  printf("  %-70s %d elements, worst relative difference %.3g\n", spec, checked, worst);
+  EXPECT(worst < 1e-6, "%s: reference gradients match finite differences (%g)", spec, worst);
+  for (int t = 0; t < 4; t++) free(x[t]);
+  fcase_free(&f);
+}
+
+/* sum_j dK_jd = 0 (the rows of dS sum to zero) and sum_j dV_jd = sum_i dout_id (the rows of P
+ * sum to one), per (batch, head, feature). */
+static void test_identities(void) {
+  fcase f;
+  fcase_make(&f, &kv_family_fa2bwd, "precision=bf16:fp32 headdim=64 seqlen=37 causal=1 batch=2 heads=2");
+  fcase_generate(&f, 5);
+  fcase_reference(&f, 0);
+  kv_fa2bwd_dims d;
+  kv_fa2bwd_dims_of(&f.c, &d);
+  const size_t n = f.t.in[0].count, hd = (size_t)d.headdim;
+  double worst_k = 0.0, worst_v = 0.0;
+  for (long long b = 0; b < d.batch; b++)
+    for (long long h = 0; h < d.heads; h++)
+      for (size_t k = 0; k < hd; k++) {
+        double sk = 0.0, sv = 0.0, sdo = 0.0, scale = 0.0;
+        for (long long j = 0; j < d.seqlen; j++) {
+          const size_t e = (size_t)((b * d.seqlen + j) * d.heads + h) * hd + k;
+          sk += f.ref[n + e];
+          scale += fabs(f.ref[n + e]);
+          sv += f.ref[2 * n + e];
+          sdo += kv_load(f.in[3], e, KV_BF16);
+        }
+        worst_k = fmax(worst_k, fabs(sk) / scale);
+        worst_v = fmax(worst_v, fabs(sv - sdo) / fmax(fabs(sdo), 1.0));
+      }
+  EXPECT(worst_k < 1e-12, "sum over keys of dK is 0 (%g relative)", worst_k);
+  EXPECT(worst_v < 1e-12, "sum over keys of dV is sum of dout (%g)", worst_v);
+  fcase_free(&f);
+}
+
+static void test_emulation_vs_reference(void) {
+  static const char *const specs[] = {
+      "precision=fp16:fp32 headdim=64 seqlen=1 batch=1 heads=2",
+      "precision=fp16:fp32 headdim=64 seqlen=130 causal=1 batch=2 heads=2",
+      "precision=bf16:fp32 headdim=128 seqlen=97 causal=0 batch=1 heads=3",
+      "precision=bf16:fp32 headdim=64 seqlen=256 causal=1 batch=1 heads=2 dist=uniform",
+      "precision=fp16:fp32 headdim=128 seqlen=200 causal=1 batch=1 heads=2 dist=large_logits",
+      "precision=fp16:fp32 headdim=64 seqlen=300 causal=0 batch=1 heads=1 scale=0.5",
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+    fcase f;
+    fcase_make(&f, &kv_family_fa2bwd, specs[i]);
+    EXPECT(kv_family_fa2bwd.invalid(&f.c, "cpu") == NULL, "valid: %s", specs[i]);
+    fcase_generate(&f, 11 + i);
+    fcase_emulate(&f);
+    fcase_reference(&f, 0);
+    const double ratio = fcase_bound_ratio(&f);
+    printf("  %-90s bound ratio %.3g\n", specs[i], ratio);
+    EXPECT(ratio <= 1.0, "emulation within the tolerance: %s (%g)", specs[i], ratio);
+    if (f.n_rows > 6) EXPECT(fcase_median_rel_err(&f, 1e-3) > 0.0, "the emulation is not the reference itself: %s", specs[i]);
+    fcase_free(&f);
+  }
+}
+
+/* dK and dV exchanged in the output: the verdict fails it. */
+static void test_swapped_gradients(void) {
+  fcase f;
+  fcase_make(&f, &kv_family_fa2bwd, "precision=fp16:fp32 headdim=64 seqlen=70 causal=1 batch=1 heads=2");
+  fcase_generate(&f, 3);
+  fcase_emulate(&f);
+  fcase_reference(&f, 0);
+  EXPECT(fcase_bound_ratio(&f) <= 1.0, "the emulation passes");
+  const size_t bytes = f.t.in[0].count * kv_dtype_size(KV_FP16);
+  char *tmp = malloc(bytes), *o = f.out[0];
+  memcpy(tmp, o + bytes, bytes);
+  memcpy(o + bytes, o + 2 * bytes, bytes);
+  memcpy(o + 2 * bytes, tmp, bytes);
+  EXPECT(fcase_bound_ratio(&f) > 10.0, "dK and dV swapped fail (%g)", fcase_bound_ratio(&f));
+  free(tmp);
+  fcase_free(&f);
+}
+
+static void test_reference_dd(void) {
+  fcase a, b;
+  const char *spec = "precision=fp16:fp32 headdim=64 seqlen=90 causal=1 batch=1 heads=2 dist=large_logits";
+  fcase_make(&a, &kv_family_fa2bwd, spec);
+  fcase_make(&b, &kv_family_fa2bwd, spec);
+  fcase_generate(&a, 21);
+  copy_inputs(&b, &a);
+  run_both(&a, &b);
+  expect_agreement("fa2bwd large_logits", compare(&a, &b), 1.0);
+  fcase_free(&a);
+  fcase_free(&b);
+}
+
+int main(void) {
+  TEST("descriptor: axes and params as agreed");
+  check_descriptor(&kv_family_fa2bwd, fa2bwd_axes, fa2bwd_params);
+  TEST("rules of invalid()");
+  test_invalid();
+  TEST("FLOP, byte and row counts");
+  test_cost();
+  TEST("input and output tensors");
+  test_tensors();
+  TEST("reference gradients vs finite differences of an fp64 forward");
+  test_finite_differences("precision=fp16:fp32 headdim=64 seqlen=9 causal=0 batch=1 heads=2");
+  test_finite_differences("precision=bf16:fp32 headdim=64 seqlen=12 causal=1 batch=2 heads=1 scale=0.3");
+  TEST("gradient identities of the reference");
+  test_identities();
+  TEST("emulation vs fp64 reference within the default tolerance");
+  test_emulation_vs_reference();
+  TEST("swapped gradients fail");
+  test_swapped_gradients();
+  TEST("fp64 reference vs double-double");
+  test_reference_dd();
+  return TEST_RETURN();
+}
