@@ -177,6 +177,7 @@ const kv_family kv_family_fa2bwd = {
     .unbiased = fa2bwd_unbiased,
     .reference = kv_fa2bwd_cpu_reference,
     .reference_dd = kv_fa2bwd_cpu_reference_dd,
+    .ref_splits_within = 1,
     .cuda = KV_CUDA_FAMILY(kv_cuda_fa2bwd),
     .path = fa2bwd_path,
     .path_tag = fa2bwd_path_tag,
