@@ -32,16 +32,20 @@ typedef struct {
 
 /* The GPU columns and constants are fitted to the per-case phase times (t_timing,
  * ref_seconds, t_xcheck, ...) of fleet.deck's 592 cases on one H200 (2026-12-01, the tree of
- * e71a301) and checked against default.deck's 778 cases in 79 s (acde87b). The cross-check
- * then ran on one thread; on a rank with more host cores it is faster (ref_threads.c), and
- * the estimate errs long, the side a Slurm --time can take. */
+ * e71a301); the cross-check then ran on one thread. Refitted 2026-12-03 to the decks with
+ * fa2bwd (jobs/h200_run.sh, rank unbound: 16 host threads): default.deck's 874 cases took
+ * 64 s, its main sections 10 - 20 timed repetitions per case (GPU_TYPICAL_REPS), fa2bwd's
+ * cross-check, whose key rows need a head's statistics computed on every thread
+ * (fa2bwd_cpu_ref.c), 1.0 s (its host_ref is that of 16 threads). The other families'
+ * cross-checks still count one thread, so the estimate errs long, the side a Slurm --time
+ * can take. */
 static const rates table[] = {
     {"fa2", {6.4e9, 6.4e9, 4.1e9}, 2.1e9, 3.5e14, 2.7e13, 2.5e9},
     {"gemm", {7.6e9, 7.6e9, 5.1e9}, 7.7e9, 5.0e14, 5.4e13, 3.0e9},
     {"layernorm", {2.7e9, 1.3e9, 0.4e9}, 1.35e9, 1.0e14, 1e13, 1.6e9},
     {"rmsnorm", {1.5e9, 0.83e9, 0.25e9}, 0.8e9, 1.0e14, 1e13, 0.95e9},
     {"decode", {2e9, 2e9, 1e9}, 1e9, 1e14, 7.8e11, 2.0e9},
-    {"fa2bwd", {1.5e9, 1.5e9, 1e9}, 1e9, 2e14, 2e13, 1e9}, /* not yet fitted: first H200 runs */
+    {"fa2bwd", {1.5e9, 1.5e9, 1e9}, 1e9, 2e14, 1.55e13, 5.3e10}, /* host_ref: 16 threads (see above) */
     {NULL, {2e9, 2e9, 1e9}, 1e9, 1e14, 1e13, 1e9}, /* any other family */
 };
 
@@ -53,7 +57,7 @@ static const rates table[] = {
 #define CPU_CASE_OVERHEAD 2e-3
 #define CPU_NS_PER_CHECKED 6e-9 /* generation, error statistics and fingerprint per element */
 #define CPU_TYPICAL_REPS 20     /* a quiet CPU meets rse_target 0.5 % after 5 - 25 repetitions */
-#define GPU_TYPICAL_REPS 60     /* fleet.deck on an H200: 36 - 96 repetitions per case on average by family */
+#define GPU_TYPICAL_REPS 30     /* default.deck on an H200: 10 - 20 per large case, ~50 per small one */
 #define VERIFY_LAUNCHES 1       /* after the timed ones: the launch whose poisoned outputs are judged */
 
 static const rates *rates_of(const char *family) {
@@ -100,7 +104,7 @@ double kv_estimate_case(const kv_case *c, const kv_run_settings *rs, int gpu) {
          GPU_S_PER_ELEMENT * (double)cost.rows * (double)cost.row_len;
 }
 
-/* GPU: MPI and CUDA start-up and the ceilings (jobs/healthcheck.sh ran health.deck in 5.6 s in all). */
+/* GPU: MPI and CUDA start-up and the ceilings (jobs/healthcheck.sh ran health.deck in 5.6 - 7.7 s in all). */
 double kv_estimate_startup(int gpu) { return gpu ? 2.5 : 0.4; }
 
 const char *kv_format_seconds(double s, char *buf, size_t n) {

@@ -10,9 +10,9 @@
   still varies by tens of percent on a loaded VM, so each deck is estimated and run TRIES
   times in turn and the median of the ratios is judged.
 - cuda backend (planned by name, any build): the shipped decks are estimated within +-30 %
-  of what one H200 took for them (docs/PERFORMANCE.md, "Whole-job numbers"): default.deck
-  778 cases in 79 s (acde87b), fleet.deck 592 cases in 17.4 - 22.3 s over 14 runs (e71a301),
-  health.deck through jobs/healthcheck.sh in 5.6 s (e71a301).
+  of what one H200 took for them (docs/PERFORMANCE.md, "Whole-job numbers"; 2026-12-03, the
+  decks with the fa2bwd family, `jobs/h200_run.sh`): default.deck 874 cases in 64 s,
+  fleet.deck 688 cases in 18.4 s of rank time, health.deck through jobs/healthcheck.sh in 7.7 s.
 - the estimate and the suggested --time are printed for people ("4 min 05 s",
   --time=HH:MM:SS), never as raw seconds.
 Environment (set by make check): KVAL, top_srcdir. Exit 0 pass, 1 fail, 77 skip."""
@@ -27,7 +27,7 @@ KVAL = os.environ.get("KVAL", "")
 TOP = os.environ.get("top_srcdir", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 TOLERANCE = 0.30
 TRIES = 5
-H200_SECONDS = {"default.deck": 79.0, "fleet.deck": 19.9, "health.deck": 5.6}
+H200_SECONDS = {"default.deck": 64.0, "fleet.deck": 18.4, "health.deck": 7.7}
 
 FIXED = """[run]
 warmup = 1
