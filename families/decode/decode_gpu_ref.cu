@@ -14,19 +14,16 @@
 #include <cmath>
 
 #include "families/decode/decode_api.h"
+#include "families/device/widen.cuh"
 #include "families/fa2/fa2_reference.h"
 
 namespace {
 
+using kv::ref::widen;
+
 constexpr long long kChunkElems = 1LL << 25; /* doubles in one score buffer (256 MB) */
 constexpr long long kTokRun = 4096;          /* tokens per partial sum of the output step */
 constexpr int kRowThreads = 256;
-
-__device__ __forceinline__ double widen(const void *p, long long i, kv_dtype store) {
-  const uint16_t bits = static_cast<const uint16_t *>(p)[i];
-  if (store == KV_FP16) return static_cast<double>(__half2float(__ushort_as_half(bits)));
-  return static_cast<double>(__uint_as_float(static_cast<uint32_t>(bits) << 16));
-}
 
 /* Offset of token t of the sequence and kv head of global row r. */
 __device__ __forceinline__ long long token_offset(const kv_decode_ref_args &a, long long r, long long t) {
@@ -119,10 +116,7 @@ __global__ void output_rows(const kv_decode_ref_args a, long long r0, long long 
   }
 }
 
-unsigned grid_for(long long n) {
-  const long long blocks = (n + 255) / 256;
-  return static_cast<unsigned>(blocks < 8192 ? (blocks > 0 ? blocks : 1) : 8192);
-}
+unsigned grid_for(long long n) { return kv::ref::grid_for(n, 8192); }
 
 /* Device buffers of one reference evaluation, freed on every path. */
 struct workspace {

@@ -6,14 +6,13 @@
  * inst/fa2_mma_d<D>.cu and inst/fa2_wgmma_d<D>.cu. */
 #include <type_traits>
 
+#include "families/device/pick.cuh"
 #include "families/fa2/fa2_api.h"
 
 namespace {
 
-template <int V>
-using int_ = std::integral_constant<int, V>;
-template <kv_dtype T>
-using dtype_ = std::integral_constant<kv_dtype, T>;
+using kv::pick::dtype_;
+using kv::pick::int_;
 
 /* Why the problem cannot be launched by the variant on this device, or NULL. */
 const char *unsupported(int variant, int headdim, kv_precision prec, const char **why) {
@@ -50,29 +49,6 @@ cudaError_t pick_mma(int headdim, kv_precision prec, int causal, F &&f) {
   }
 }
 
-/* F(D, STORE, CAUSAL) for a supported kval-wgmma problem. */
-template <class F>
-cudaError_t pick_wgmma(int headdim, kv_precision prec, int causal, F &&f) {
-  auto by_causal = [&](auto d, auto st) -> cudaError_t {
-    return causal ? f(d, st, std::true_type{}) : f(d, st, std::false_type{});
-  };
-  auto by_store = [&](auto d) -> cudaError_t {
-    return prec.storage == KV_FP16 ? by_causal(d, dtype_<KV_FP16>{}) : by_causal(d, dtype_<KV_BF16>{});
-  };
-  return headdim == 64 ? by_store(int_<64>{}) : by_store(int_<128>{});
-}
-
-/* A kernel's own refusal (cudaErrorInvalidValue with a reason) as KV_ERR with that reason;
- * any other error through CHECK_CUDA. */
-kv_status status_of(cudaError_t e, const char *refusal, const char **why) {
-  if (e == cudaErrorInvalidValue && refusal) {
-    (void)cudaGetLastError();
-    *why = refusal;
-    return KV_ERR;
-  }
-  return CHECK_CUDA(e);
-}
-
 }  // namespace
 
 kv_status kv_fa2_prepare(const kv_fa2_args &a, int variant, int headdim, kv_precision prec, int causal,
@@ -91,7 +67,7 @@ kv_status kv_fa2_prepare(const kv_fa2_args &a, int variant, int headdim, kv_prec
   const char *refusal = nullptr;
   cudaError_t e;
   if (variant == KV_FA2_WGMMA)
-    e = pick_wgmma(headdim, prec, causal, [&](auto d, auto st, auto ca) {
+    e = kv::pick::d64_d128_by_store_causal(headdim, prec, causal, [&](auto d, auto st, auto ca) {
       return kv_fa2_wgmma_prepare<decltype(d)::value, decltype(st)::value, decltype(ca)::value>(pr, &refusal);
     });
   else
@@ -99,7 +75,7 @@ kv_status kv_fa2_prepare(const kv_fa2_args &a, int variant, int headdim, kv_prec
       return kv_fa2_mma_prepare<decltype(d)::value, decltype(st)::value, decltype(ac)::value, decltype(ca)::value>(
           pr, &refusal);
     });
-  return status_of(e, refusal, why);
+  return kv::pick::prepare_status(e, refusal, why);
 }
 
 kv_status kv_fa2_launch(const kv_fa2_problem &pr, cudaStream_t stream) { return CHECK_CUDA(pr.launch(pr, stream)); }

@@ -14,32 +14,17 @@
 #include <cmath>
 
 #include "core/cublas_check.h"
+#include "families/device/widen.cuh"
 #include "families/fa2/fa2_api.h"
 #include "families/fa2/fa2_reference.h"
 
 namespace {
 
+using kv::ref::grid_for;
+using kv::ref::widen_rows;
+
 constexpr long long kChunkElems = 1LL << 25; /* doubles in one score buffer (256 MB) */
 constexpr int kRowThreads = 256;
-
-__device__ __forceinline__ double widen(const uint16_t *p, long long i, kv_dtype store) {
-  const uint16_t bits = p[i];
-  if (store == KV_FP16) return static_cast<double>(__half2float(__ushort_as_half(bits)));
-  return static_cast<double>(__uint_as_float(static_cast<uint32_t>(bits) << 16));
-}
-
-/* dst[j * D + d] = x(b, row0 + j, h, d) and its absolute value, for j < rows. */
-__global__ void widen_rows(const uint16_t *src, kv_dtype store, long long len, long long heads, long long D, long long b,
-                           long long h, long long row0, long long rows, double *dst, double *dst_abs) {
-  const long long n = rows * D;
-  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < n;
-       t += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const long long j = t / D, d = t % D;
-    const double x = widen(src, ((b * len + row0 + j) * heads + h) * D + d, store);
-    dst[t] = x;
-    dst_abs[t] = fabs(x);
-  }
-}
 
 __device__ double block_reduce(double v, bool is_max, double *scratch) {
   for (int o = 16; o > 0; o >>= 1) {
@@ -107,11 +92,6 @@ __global__ void normalise_rows(double *o, double *mag, const double *l, long lon
     o[ii * ld + d] = li > 0.0 ? o[ii * ld + d] / li : 0.0;
     mag[ii * ld + d] = li > 0.0 ? mag[ii * ld + d] / li : 0.0;
   }
-}
-
-unsigned grid_for(long long n) {
-  const long long blocks = (n + 255) / 256;
-  return static_cast<unsigned>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096);
 }
 
 long long chunk_rows(const kv_fa2_ref_args &r) {

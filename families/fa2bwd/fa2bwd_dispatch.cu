@@ -3,41 +3,8 @@
  * instantiation (head dim x storage x causal), whose prepare step checks the grids and raises
  * the shared-memory limits (kv_fa2bwd_prepare); then the launch and the resource query of the
  * prepared problem. The instantiations are compiled in inst/fa2bwd_mma_d<D>.cu. */
-#include <type_traits>
-
+#include "families/device/pick.cuh"
 #include "families/fa2bwd/fa2bwd_api.h"
-
-namespace {
-
-template <int V>
-using int_ = std::integral_constant<int, V>;
-template <kv_dtype T>
-using dtype_ = std::integral_constant<kv_dtype, T>;
-
-/* F(D, STORE, CAUSAL) for a supported problem. */
-template <class F>
-cudaError_t pick_mma(int headdim, kv_precision prec, int causal, F &&f) {
-  auto by_causal = [&](auto d, auto st) -> cudaError_t {
-    return causal ? f(d, st, std::true_type{}) : f(d, st, std::false_type{});
-  };
-  auto by_store = [&](auto d) -> cudaError_t {
-    return prec.storage == KV_FP16 ? by_causal(d, dtype_<KV_FP16>{}) : by_causal(d, dtype_<KV_BF16>{});
-  };
-  return headdim == 64 ? by_store(int_<64>{}) : by_store(int_<128>{});
-}
-
-/* A kernel's own refusal (cudaErrorInvalidValue with a reason) as KV_ERR with that reason;
- * any other error through CHECK_CUDA. */
-kv_status status_of(cudaError_t e, const char *refusal, const char **why) {
-  if (e == cudaErrorInvalidValue && refusal) {
-    (void)cudaGetLastError();
-    *why = refusal;
-    return KV_ERR;
-  }
-  return CHECK_CUDA(e);
-}
-
-}  // namespace
 
 kv_status kv_fa2bwd_prepare(const kv_fa2bwd_args &a, int variant, int headdim, kv_precision prec, int causal,
                             kv_fa2bwd_problem *pr, const char **why) {
@@ -53,10 +20,10 @@ kv_status kv_fa2bwd_prepare(const kv_fa2bwd_args &a, int variant, int headdim, k
   pr->causal = causal;
   pr->prec = prec;
   const char *refusal = nullptr;
-  const cudaError_t e = pick_mma(headdim, prec, causal, [&](auto d, auto st, auto ca) {
+  const cudaError_t e = kv::pick::d64_d128_by_store_causal(headdim, prec, causal, [&](auto d, auto st, auto ca) {
     return kv_fa2bwd_mma_prepare<decltype(d)::value, decltype(st)::value, decltype(ca)::value>(pr, &refusal);
   });
-  return status_of(e, refusal, why);
+  return kv::pick::prepare_status(e, refusal, why);
 }
 
 kv_status kv_fa2bwd_launch(const kv_fa2bwd_problem &pr, cudaStream_t stream) {

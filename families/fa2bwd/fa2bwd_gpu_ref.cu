@@ -24,35 +24,20 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "core/cublas_check.h"
+#include "families/device/widen.cuh"
 #include "families/fa2bwd/fa2bwd_api.h"
 #include "families/fa2bwd/fa2bwd_reference.h"
 
 namespace {
+
+using kv::ref::grid_for;
+using kv::ref::widen_rows;
 
 constexpr long long kChunkElems = 1LL << 25; /* doubles in one work matrix (256 MB) */
 constexpr int kRowThreads = 256;
 constexpr int kWorkMatrices = 4; /* S/P, A/W, dP/dS, B/T */
 
 using block_reduce = cub::BlockReduce<double, kRowThreads>; /* a fixed tree: the same order every run */
-
-__device__ __forceinline__ double widen(const uint16_t *p, long long i, kv_dtype store) {
-  const uint16_t bits = p[i];
-  if (store == KV_FP16) return static_cast<double>(__half2float(__ushort_as_half(bits)));
-  return static_cast<double>(__uint_as_float(static_cast<uint32_t>(bits) << 16));
-}
-
-/* dst[j * D + d] = x(b, row0 + j, h, d) and its absolute value, for j < rows. */
-__global__ void widen_rows(const uint16_t *src, kv_dtype store, long long len, long long heads, long long D, long long b,
-                           long long h, long long row0, long long rows, double *dst, double *dst_abs) {
-  const long long n = rows * D;
-  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < n;
-       t += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const long long j = t / D, d = t % D;
-    const double x = widen(src, ((b * len + row0 + j) * heads + h) * D + d, store);
-    dst[t] = x;
-    dst_abs[t] = fabs(x);
-  }
-}
 
 /* The block's reduction of v by op, returned to every thread; scratch and result are free for
  * the next call on return. */
@@ -131,11 +116,6 @@ __global__ void add_constant(double *x, long long n, double c) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
     x[i] += c;
-}
-
-unsigned grid_for(long long n) {
-  const long long blocks = (n + 255) / 256;
-  return static_cast<unsigned>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096);
 }
 
 bool has_work(const kv_fa2bwd_ref_args &r) {

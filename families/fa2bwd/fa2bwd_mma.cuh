@@ -84,6 +84,32 @@ __device__ __forceinline__ uint32_t block_addr(uint32_t lane_base, int row_off, 
   return (lane_base ^ ((kt % 4) * 32)) + (kt / 4) * 128 + row_off * Tr::kRowBytes;
 }
 
+/* ldmatrix lane bases (byte offsets inside a swizzled tile, families/fa2/fa2_mma.cuh): the A
+ * pattern reads row lane & 15, chunk lane >> 4; the B pattern row (lane & 7) + 8 (lane >> 4),
+ * chunk (lane >> 3) & 1. */
+template <class Tr>
+__device__ __forceinline__ uint32_t lane_base_a(int lane) {
+  return Tr::swz(lane & 15, lane >> 4) * 16;
+}
+template <class Tr>
+__device__ __forceinline__ uint32_t lane_base_b(int lane) {
+  return Tr::swz((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1) * 16;
+}
+
+/* The A fragments of the warp's 16 rows of two tiles kept in registers for a whole walk
+ * (x_lane, y_lane their A-pattern lane bases), read once the block's first loads have landed. */
+template <class Tr, int KT>
+__device__ __forceinline__ void load_resident_rows(uint32_t (&xf)[KT][4], uint32_t (&yf)[KT][4], uint32_t x_lane,
+                                                   uint32_t y_lane) {
+  ptx::cp_async_wait_group<0>();
+  __syncthreads();
+#pragma unroll
+  for (int kt = 0; kt < KT; ++kt) {
+    ptx::ldmatrix_x4(xf[kt], block_addr<Tr>(x_lane, 0, kt));
+    ptx::ldmatrix_x4(yf[kt], block_addr<Tr>(y_lane, 0, kt));
+  }
+}
+
 /* cp.async of R rows of a [rows, D] tile whose rows are row_elems elements apart into the
  * swizzled shared tile s_tile, by NTHR threads (8 per row, each copying chunks c, c + 8, ...);
  * rows >= valid are zero-filled without reading global memory. */
@@ -272,23 +298,13 @@ __global__ void __launch_bounds__(Tr::kDkdvThreads, Tr::kMinBlocksPerSm) fa2bwd_
   load_query_block(m_begin, 0);
   ptx::cp_async_commit_group();
 
-  /* ldmatrix lane bases: A pattern (K, V; dO and Q through .trans) row l & 15, chunk l >> 4;
-   * B pattern (Q, dO) row (l & 7) + 8 (l >> 4), chunk (l >> 3) & 1 (families/fa2/fa2_mma.cuh) */
+  /* ldmatrix lane bases: A pattern (K, V; dO and Q through .trans), B pattern (Q, dO) */
   const int warp_row0 = warp * 16;
-  const uint32_t laneA = Tr::swz(lane & 15, lane >> 4) * 16;
-  const uint32_t laneB = Tr::swz((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1) * 16;
+  const uint32_t laneA = lane_base_a<Tr>(lane), laneB = lane_base_b<Tr>(lane);
   const uint32_t k_lane = sK + warp_row0 * Tr::kRowBytes + laneA, v_lane = sV + warp_row0 * Tr::kRowBytes + laneA;
 
   uint32_t kf[Tr::kKvInRegs ? KT : 1][4], vf[Tr::kKvInRegs ? KT : 1][4];
-  if constexpr (Tr::kKvInRegs) {
-    ptx::cp_async_wait_group<0>();
-    __syncthreads();
-#pragma unroll
-    for (int kt = 0; kt < KT; ++kt) {
-      ptx::ldmatrix_x4(kf[kt], block_addr<Tr>(k_lane, 0, kt));
-      ptx::ldmatrix_x4(vf[kt], block_addr<Tr>(v_lane, 0, kt));
-    }
-  }
+  if constexpr (Tr::kKvInRegs) load_resident_rows<Tr>(kf, vf, k_lane, v_lane);
 
   float dk[DT][4], dv[DT][4];
 #pragma unroll
@@ -419,20 +435,11 @@ __global__ void __launch_bounds__(Tr::kDqThreads, Tr::kMinBlocksPerSm) fa2bwd_dq
   }
 
   /* ldmatrix lane bases: A pattern (Q, dO; K through .trans), B pattern (K, V) */
-  const uint32_t laneA = Tr::swz(lane & 15, lane >> 4) * 16;
-  const uint32_t laneB = Tr::swz((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1) * 16;
+  const uint32_t laneA = lane_base_a<Tr>(lane), laneB = lane_base_b<Tr>(lane);
   const uint32_t q_lane = sQ + warp_row0 * Tr::kRowBytes + laneA, do_lane = sDO + warp_row0 * Tr::kRowBytes + laneA;
 
   uint32_t qf[Tr::kQdoInRegs ? KT : 1][4], dof[Tr::kQdoInRegs ? KT : 1][4];
-  if constexpr (Tr::kQdoInRegs) {
-    ptx::cp_async_wait_group<0>();
-    __syncthreads();
-#pragma unroll
-    for (int kt = 0; kt < KT; ++kt) {
-      ptx::ldmatrix_x4(qf[kt], block_addr<Tr>(q_lane, 0, kt));
-      ptx::ldmatrix_x4(dof[kt], block_addr<Tr>(do_lane, 0, kt));
-    }
-  }
+  if constexpr (Tr::kQdoInRegs) load_resident_rows<Tr>(qf, dof, q_lane, do_lane);
 
   float dq[DT][4];
 #pragma unroll
