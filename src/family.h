@@ -57,6 +57,9 @@ typedef struct kv_case {
   double est_seconds;              /* cost-model estimate used by split balancing and ETA */
 } kv_case;
 
+#define KV_XCHECK_ROWS 16    /* rows of a cross-check whose CPU reference fits the budget */
+#define KV_FLOOR_ROWS_MAX 8  /* floor rows a family may name (kv_cost) */
+
 /* FLOP and byte counts of one case (roofline, balancing, sampling, memory check). */
 typedef struct {
   double flops;        /* useful floating-point operations of the kernel */
@@ -69,11 +72,28 @@ typedef struct {
   double device_bytes; /* device memory the case needs (inputs, outputs, reference buffers) */
   size_t rows;         /* output 0 seen as rows x row_len, the unit of reference sampling */
   size_t row_len;
+  /* The rows the smallest cross-check sample takes (ascending, distinct, < rows): for an output
+   * of several stacked parts the set that reaches every part for the cost of about two rows
+   * (fa2bwd: dQ, dK and dV of one head's first and last token); n_floor_rows 0: the first and
+   * the last row. */
+  size_t floor_rows[KV_FLOOR_ROWS_MAX];
+  int n_floor_rows;
 } kv_cost;
 
 /* The CPU reference's operations for one sampled row: ref_row_flops, or the average row. */
 static inline double kv_cost_row_flops(const kv_cost *c) {
   return c->ref_row_flops > 0 ? c->ref_row_flops : c->rows ? c->ref_flops / (double)c->rows : 0.0;
+}
+
+/* Rows of the cross-check of the GPU reference against the CPU one (backends/cuda/xcheck.c)
+ * and of its time estimate (input/estimate.c): KV_XCHECK_ROWS, halved while their CPU
+ * reference would exceed cpu_ref_budget, down to 2 - the floor, where the rows taken are
+ * the case's floor rows (kv_cost.floor_rows). At most the output's rows. */
+static inline size_t kv_xcheck_row_count(const kv_cost *c, double cpu_ref_budget) {
+  const double per_row = kv_cost_row_flops(c);
+  size_t n = KV_XCHECK_ROWS;
+  while (n > 2 && per_row * (double)n > cpu_ref_budget) n /= 2;
+  return n < c->rows ? n : c->rows;
 }
 
 /* An input or output tensor. Inputs are generated as round(offset + scale * base). */

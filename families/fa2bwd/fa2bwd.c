@@ -78,6 +78,19 @@ static const char *fa2bwd_invalid(const kv_case *c, const char *backend) {
   return why;
 }
 
+/* The cross-check's floor rows: dQ of the first token row, and dQ, dK and dV of the first and
+ * the last token of the last (batch, head) - under a causal mask the dK and dV rows of both
+ * ends of the key range (all queries see key 0, one sees the last), for the CPU cost of one
+ * head's softmax statistics (the dQ row of the first head needs its own row only). */
+static void floor_rows(const kv_fa2bwd_dims *d, kv_cost *o) {
+  const size_t tokens = (size_t)(d->batch * d->seqlen * d->heads);
+  if (tokens == 0) return;
+  const size_t first = (size_t)((d->batch - 1) * d->seqlen * d->heads + d->heads - 1), last = tokens - 1;
+  const size_t want[] = {0, last, tokens + first, tokens + last, 2 * tokens + first, 2 * tokens + last};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (o->n_floor_rows == 0 || want[i] > o->floor_rows[o->n_floor_rows - 1]) o->floor_rows[o->n_floor_rows++] = want[i];
+}
+
 static void fa2bwd_cost(const kv_case *c, kv_cost *o) {
   kv_fa2bwd_dims d;
   kv_fa2bwd_dims_of(c, &d);
@@ -105,6 +118,7 @@ static void fa2bwd_cost(const kv_case *c, kv_cost *o) {
   o->device_bytes = o->bytes + elems * s + 2.0 * sizeof(double) * 3.0 * elems + ref_work;
   o->rows = (size_t)(3.0 * rows);
   o->row_len = (size_t)d.headdim;
+  floor_rows(&d, o);
 }
 
 static void fa2bwd_tensors(const kv_case *c, kv_tensors *t) {

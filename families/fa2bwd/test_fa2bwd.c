@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "families/fa2bwd/fa2bwd.h"
 #include "families/kit.h"
 #include "families/testkit/family_checks.h"
+#include "input/plan.h"
 #include "numerics/halfprec.h"
 #include "tests/unit/test_util.h"
 
@@ -46,6 +48,39 @@ static void test_cost(void) {
   kv_cost k = cost_of(&kv_family_fa2bwd, "precision=bf16:fp32 headdim=128 seqlen=100 causal=1 batch=2 heads=3");
   EXPECT(k.flops == 10.0 * bh * 100 * 100 / 2 * 128 && k.red_len == 128, "causal flops %g, red_len %g", k.flops, k.red_len);
   EXPECT(c.device_bytes > c.bytes, "device bytes %g cover the traffic", c.device_bytes);
+}
+
+/* The cross-check's rows: at its floor (a long case) dQ, dK and dV, under a causal mask both
+ * ends of the key range, in one head besides dQ's first row; a short case evenly spaced
+ * rows, every gradient among them. */
+static void test_xcheck_rows(void) {
+  kv_run_settings rs;
+  kv_plan_run_defaults(&rs);
+  fcase f;
+  fcase_init(&f, &kv_family_fa2bwd, "precision=bf16:fp32 headdim=128 seqlen=16384 causal=1 batch=2 heads=4");
+  kv_cost c;
+  kv_case_cost(&f.c, &c);
+  const size_t T = 2 * 16384 * 4, first = 16384 * 4 + 3; /* token 0 of batch 1, head 3 */
+  EXPECT(kv_xcheck_row_count(&c, rs.cpu_ref_budget) == 2, "a long case is at the floor (%zu rows)",
+         kv_xcheck_row_count(&c, rs.cpu_ref_budget));
+  size_t *rows = NULL;
+  const size_t n = kv_xcheck_rows(&f.c, &c, &rs, &rows);
+  const size_t want[] = {0, T - 1, T + first, 2 * T - 1, 2 * T + first, 3 * T - 1};
+  EXPECT(n == 6 && rows && memcmp(rows, want, sizeof want) == 0, "floor rows: %zu of them, from %zu", n,
+         rows ? rows[0] : 0);
+  free(rows);
+  fcase_init(&f, &kv_family_fa2bwd, "precision=fp16:fp32 headdim=64 seqlen=1 causal=0 batch=1 heads=1");
+  kv_case_cost(&f.c, &c);
+  EXPECT(c.n_floor_rows == 3 && c.floor_rows[2] == 2, "one token: one row per gradient (%d)", c.n_floor_rows);
+  fcase_init(&f, &kv_family_fa2bwd, "precision=fp16:fp32 headdim=64 seqlen=300 causal=1 batch=1 heads=2");
+  kv_case_cost(&f.c, &c);
+  rows = NULL;
+  const size_t m = kv_xcheck_rows(&f.c, &c, &rs, &rows);
+  int part[3] = {0, 0, 0};
+  for (size_t i = 0; i < m && rows; i++) part[rows[i] / 600]++;
+  EXPECT(m == KV_XCHECK_ROWS && part[0] && part[1] && part[2], "a short case: %zu rows, %d/%d/%d per gradient", m,
+         part[0], part[1], part[2]);
+  free(rows);
 }
 
 static void test_tensors(void) {
@@ -219,6 +254,8 @@ int main(void) {
   test_invalid();
   TEST("FLOP, byte and row counts");
   test_cost();
+  TEST("the cross-check's rows reach every gradient");
+  test_xcheck_rows();
   TEST("input and output tensors");
   test_tensors();
   TEST("reference gradients vs finite differences of an fp64 forward");

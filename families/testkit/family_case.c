@@ -91,7 +91,7 @@ void fcase_init(fcase *f, const kv_family *fam, const char *spec) {
 void fcase_make(fcase *f, const kv_family *fam, const char *spec) {
   fcase_init(f, fam, spec);
   fam->tensors(&f->c, &f->t);
-  fam->cost(&f->c, &f->cost);
+  kv_case_cost(&f->c, &f->cost);
   f->n_rows = f->cost.rows;
   f->row_len = f->cost.row_len;
   for (int i = 0; i < f->t.n_in; i++) f->in[i] = zalloc(f->t.in[i].count * kv_dtype_size(f->t.in[i].dtype));

@@ -98,7 +98,7 @@ static inline kv_cost cost_of(const kv_family *fam, const char *spec) {
   fcase f;
   kv_cost c;
   fcase_init(&f, fam, spec);
-  fam->cost(&f.c, &c);
+  kv_case_cost(&f.c, &c);
   return c;
 }
 

@@ -103,7 +103,7 @@ static void free_inputs(void **in, int n) {
  * reference that splits its own work): the same bits; a row past the end fails. */
 static void check_threaded_reference(const kv_case *c, const char *what, void **in) {
   kv_cost cost;
-  c->fp->family->cost(c, &cost);
+  kv_case_cost(c, &cost);
   const size_t n = cost.rows, len = cost.row_len;
   size_t *rows = malloc((n + 1) * sizeof *rows);
   double *buf = malloc(2 * 2 * (n * len + n) * sizeof *buf);
@@ -221,7 +221,7 @@ static void test_deck_cases(void) {
     if (!ok) continue;
     for (size_t k = 0; k < p.n_cases; k++) {
       kv_cost cost;
-      p.cases[k].fp->family->cost(&p.cases[k], &cost);
+      kv_case_cost(&p.cases[k], &cost);
       if (cost.ref_flops > CASE_FLOP_CAP) continue;
       check_case(&p.cases[k]);
       run[p.cases[k].fp->family_index]++;

@@ -55,6 +55,29 @@ size_t kv_reference_rows(const kv_case *c, const kv_cost *cost, const kv_run_set
   return n;
 }
 
+size_t kv_xcheck_rows(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, size_t **rows) {
+  *rows = NULL;
+  size_t n = kv_xcheck_row_count(cost, rs->cpu_ref_budget);
+  if (n == 0) return 0;
+  if (n == 2 && cost->rows > 2 && cost->n_floor_rows > 0) {
+    n = (size_t)cost->n_floor_rows;
+    *rows = KV_MALLOC(n * sizeof **rows);
+    if (CHECK_ALLOC(*rows) != KV_OK) return 0;
+    memcpy(*rows, cost->floor_rows, n * sizeof **rows);
+    return n;
+  }
+  kv_run_settings sample = *rs;
+  sample.sample_rows = (int)n;
+  sample.cpu_ref_budget = -1.0; /* always sample (all rows only when there are few) */
+  n = kv_reference_rows(c, cost, &sample, rows);
+  if (n > 0 && !*rows) {
+    *rows = KV_MALLOC(n * sizeof **rows);
+    if (CHECK_ALLOC(*rows) != KV_OK) return 0;
+    for (size_t i = 0; i < n; i++) (*rows)[i] = i;
+  }
+  return n;
+}
+
 void kv_node_name(char *buf, size_t n) {
   const char *slurm = getenv("SLURMD_NODENAME");
   if (slurm && *slurm) snprintf(buf, n, "%s", slurm);

@@ -143,6 +143,12 @@ const kv_backend *kv_backend_select(const char *name);
  * *rows is NULL when all rows are covered. */
 size_t kv_reference_rows(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, size_t **rows);
 
+/* The rows of the cross-check of a case (kv_xcheck_row_count of them): evenly spaced, first
+ * and last included, or the case's floor rows (kv_cost.floor_rows) when the budget leaves
+ * two. Returns the count, *rows (ascending; the caller frees it) always set when the count
+ * is not 0; 0 with *rows NULL on an allocation failure or an empty output. */
+size_t kv_xcheck_rows(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, size_t **rows);
+
 /* The name of this rank's node, for /ranks host: Slurm's node name (SLURMD_NODENAME, set in
  * every task of a job step) when present, else the host name; never empty. Slurm's name tells
  * apart nodes that share a host name (several slurmd on one machine) and is the name that

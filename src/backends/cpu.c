@@ -273,7 +273,7 @@ static kv_status cpu_run_case(const kv_case *c, const kv_run_settings *rs, kv_ca
   kv_cost cost;
   memset(&t, 0, sizeof t);
   f->tensors(c, &t);
-  f->cost(c, &cost);
+  kv_case_cost(c, &cost);
   kv_telemetry_unknown(&d->tel);
   d->res.registers = d->res.smem_bytes = d->res.local_bytes = d->res.occupancy = -1;
   host_buffers b;

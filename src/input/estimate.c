@@ -77,8 +77,8 @@ static double timed_reps(const kv_run_settings *rs, double t, int typical) {
 }
 
 double kv_estimate_case(const kv_case *c, const kv_run_settings *rs, int gpu) {
-  kv_cost cost = {0};
-  c->fp->family->cost(c, &cost);
+  kv_cost cost;
+  kv_case_cost(c, &cost);
   const rates *r = rates_of(c->fp->family->name);
   int reduced = c->prec.accum != KV_FP32;
   double rows = cost.rows ? (double)cost.rows : 1.0, ref_share = 1.0;
@@ -95,10 +95,9 @@ double kv_estimate_case(const kv_case *c, const kv_run_settings *rs, int gpu) {
            ref_cpu / r->cpu_ref + CPU_NS_PER_CHECKED * checked;
   }
   double t = fmax(cost.flops / (r->gpu_flops / (reduced ? 2.0 : 1.0)), cost.bytes / GPU_BYTES_PER_S) + 1e-5;
-  /* The CPU cross-check of the GPU reference: 16 rows, halved while over cpu_ref_budget (at least 2). */
-  double per_row = kv_cost_row_flops(&cost), xrows = 16;
-  while (xrows > 2 && per_row * xrows > rs->cpu_ref_budget) xrows /= 2;
-  double xcheck = fmin(rows, xrows) * per_row / r->host_ref + cost.bytes / GPU_HOST_BYTES_PER_S;
+  /* The CPU cross-check of the GPU reference (at its floor, the floor rows cost about two rows) */
+  double xcheck = (double)kv_xcheck_row_count(&cost, rs->cpu_ref_budget) * kv_cost_row_flops(&cost) / r->host_ref +
+                  cost.bytes / GPU_HOST_BYTES_PER_S;
   double launches = rs->warmup + timed_reps(rs, t, GPU_TYPICAL_REPS) + VERIFY_LAUNCHES;
   return GPU_CASE_OVERHEAD + launches * (t + GPU_REP_OVERHEAD) + cost.ref_flops / r->gpu_ref + xcheck +
          GPU_S_PER_ELEMENT * (double)cost.rows * (double)cost.row_len;

@@ -381,6 +381,11 @@ static double estimate_seconds(const kv_case *c) {
   return kv_estimate_case(c, c->fp->run ? c->fp->run : &none, c->fp->on_gpu);
 }
 
+void kv_case_cost(const kv_case *c, kv_cost *out) {
+  memset(out, 0, sizeof *out);
+  c->fp->family->cost(c, out);
+}
+
 void kv_plan_case_at(const kv_family_plan *fp, size_t cell, uint64_t seed, kv_case *c) {
   (void)seed; /* the seed enters at input generation (kv_stream_key), not into the case key */
   fill_case(fp, cell, c);

@@ -71,6 +71,10 @@ typedef struct {
 /* The [run] settings of a deck without a [run] section. */
 void kv_plan_run_defaults(kv_run_settings *rs);
 
+/* The cost of a case: every field zero (no floor rows, no ref_row_flops) unless its family's
+ * cost() sets it. The one way to a case's kv_cost. */
+void kv_case_cost(const kv_case *c, kv_cost *out);
+
 /* Build the plan from a parsed deck. `only` is a comma-separated family list or NULL;
  * `seed_override` replaces [run] seed when nonzero-flagged. Errors name file:line:col. */
 int kv_plan_build(const kv_deck *d, const char *only, const char *backend, kv_mode mode,

@@ -62,7 +62,7 @@ static void run_case(const kv_plan *p, size_t ci, const kv_backend *be, const kv
   const kv_case *c = &p->cases[ci];
   kv_result_init(r, rank, c->fp->slot, c->cell);
   kv_cost cost;
-  c->fp->family->cost(c, &cost);
+  kv_case_cost(c, &cost);
   double free_bytes = be->free_bytes();
   if (cost.device_bytes > free_bytes) {
     r->status = KV_SKIPPED;

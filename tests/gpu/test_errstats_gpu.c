@@ -328,7 +328,7 @@ static void backend_cases(const char *text, int timed) {
     char what[256], msg[KV_MESSAGE_LEN] = "";
     kv_case_describe(c, what, sizeof what);
     kv_cost cost;
-    c->fp->family->cost(c, &cost);
+    kv_case_cost(c, &cost);
     kv_case_data a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);

@@ -238,7 +238,7 @@ kv_status kv_cuda_run_case_with(const kv_case *c, const kv_run_settings *rs, con
   kv_cost cost;
   memset(&t, 0, sizeof t);
   f->tensors(c, &t);
-  f->cost(c, &cost);
+  kv_case_cost(c, &cost);
   const double need = kv_cuda_case_bytes(&t, &cost), avail = cuda_free_bytes();
   if (need > avail) {
     set_message(message, msglen, "needs %.2f GiB, %.2f GiB free", need / 1073741824.0, avail / 1073741824.0);

@@ -22,8 +22,6 @@
 #include "numerics/errstats.h"
 #include "numerics/tolerance.h"
 
-#define XCHECK_ROWS 16 /* rows of the cross-checks */
-
 static size_t tensor_bytes(const kv_tensor_spec *t) { return t->count * kv_dtype_size(t->dtype); }
 
 /* Relative disagreement of two reference values: 0 when equal (infinities included),
@@ -33,23 +31,6 @@ static double disagreement(double g, double c, double scale) {
   if (!isfinite(g) || !isfinite(c)) return INFINITY;
   double den = fmax(fabs(c), scale);
   return fabs(g - c) / (den > 0.0 ? den : DBL_MIN);
-}
-
-/* Rows of the cross-checks: up to XCHECK_ROWS evenly spaced rows, fewer when the CPU
- * reference of that many would exceed the run's CPU reference budget (at least 2). */
-static size_t xcheck_rows(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, size_t **rows) {
-  kv_run_settings small = *rs;
-  small.sample_rows = XCHECK_ROWS;
-  const double per_row = kv_cost_row_flops(cost);
-  while (small.sample_rows > 2 && per_row * small.sample_rows > rs->cpu_ref_budget) small.sample_rows /= 2;
-  small.cpu_ref_budget = -1.0; /* always sample (all rows only when there are few) */
-  size_t n = kv_reference_rows(c, cost, &small, rows);
-  if (n > 0 && !*rows) {
-    *rows = KV_MALLOC(n * sizeof **rows);
-    if (CHECK_ALLOC(*rows) != KV_OK) return 0;
-    for (size_t i = 0; i < n; i++) (*rows)[i] = i;
-  }
-  return n;
 }
 
 /* Rows rows[0..n) of a device array of rows of len doubles, packed on the host. */
@@ -79,7 +60,7 @@ static void sample_free(sample *s) {
 static kv_status sample_take(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tensors *t, const kv_cost *cost,
                              const kv_run_settings *rs, const kv_cuda_buffers *b, double deadline, sample *s) {
   memset(s, 0, sizeof *s);
-  s->n = xcheck_rows(c, cost, rs, &s->rows);
+  s->n = kv_xcheck_rows(c, cost, rs, &s->rows);
   s->len = cost->row_len;
   KV_TRY(s->n > 0 ? KV_OK : KV_ERR);
   const size_t m = s->n * s->len;
