@@ -16,7 +16,9 @@ extern "C" {
 typedef struct kv_cuda_family {
   /* Decode the case for these device buffers (laid out as kv_tensors) into the family's own
    * problem object, *problem, which release() frees. A case the kernel cannot run returns
-   * KV_ERR with *why a static reason; a failed CUDA call KV_ERR reported through CHECK_CUDA. */
+   * KV_ERR with *why a static reason; a failed CUDA call KV_ERR reported through CHECK_CUDA.
+   * Device work it enqueues on any stream (uploads of tables and constants) is complete
+   * before the first launch: the backend synchronizes the device after it. */
   kv_status (*prepare)(const kv_case *c, void *const *d_in, void *const *d_out, void **problem, const char **why);
   /* One launch of the kernel on `stream` (a cudaStream_t), checked. */
   kv_status (*launch)(const void *problem, void *stream);

@@ -199,6 +199,13 @@ static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv
     KV_TRY(ovr->prepare(*problem, ovr->arg, state, why));
     l = (launchable){ovr->launch, ovr->resources, *state};
   }
+  /* What prepare enqueued outside the case's stream has landed before the first launch: a
+   * synchronous cudaMemcpy from pageable memory (decode's block table, the cuBLASLt scales,
+   * tcprobe's operands) returns before its DMA does, and the case's stream, non-blocking,
+   * does not wait for the legacy stream - a first launch that read a half-copied block table
+   * was judged nondeterministic. */
+  *step = "the device work of prepare";
+  KV_TRY(CHECK_CUDA(cudaDeviceSynchronize()));
   kv_kernel_resources res;
   if (l.resources(l.kernel, &res) == KV_OK) d->res = res;
   d->phases.setup = kv_lap(&mark);
