@@ -9,6 +9,7 @@
 #         missing; the report's Python modules are optional (the job runs without them).
 #   test  (default) everything `make check` uses besides: both HDF5 flavours side by side,
 #         hdf5-tools, Slurm and munge (the Slurm tests), clang with libFuzzer (the fuzz tests),
+#         valgrind (the memcheck test),
 #         and the Python packages and clients of analysis/'s tests.
 # Installs only what is missing; needs root (or sudo) for apt-get; waits up to 10 minutes for the
 # dpkg lock another apt holds rather than failing. CUDA is not installed here: configure finds
@@ -67,7 +68,7 @@ if [ "$level" = main ]; then
 fi
 
 pkgs="build-essential autoconf automake pkg-config git openmpi-bin libopenmpi-dev
-      libhdf5-openmpi-dev libhdf5-dev hdf5-tools slurm-wlm munge python3 python3-pip clang"
+      libhdf5-openmpi-dev libhdf5-dev hdf5-tools slurm-wlm munge python3 python3-pip clang valgrind"
 missing=""
 for p in $pkgs; do installed "$p" || missing="$missing $p"; done
 # shellcheck disable=SC2086
