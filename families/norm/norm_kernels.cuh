@@ -18,10 +18,10 @@
  * rstd comes from rsqrtf (max 2 ulp of fp32) and the affine step uses fma: all far below the
  * output rounding.
  *
- * Peeled path (fp32 accumulation, any hidden up to 4096 vectors, 16-byte aligned pointers):
- * the fast path's layout and reduction order over the aligned 16-byte vectors that hold a
- * row which starts anywhere; the partial vectors at the row's ends go element by element;
- * streaming loads of x and evict-first stores of y (as measured, see norm_traits.h).
+ * Peeled path (fp32 accumulation, any hidden up to 4096 whole vectors, 16-byte aligned
+ * pointers): rows that start anywhere. The whole 16-byte vectors of a row in the fast path's
+ * layout and reduction order; the elements before the row's first 16-byte boundary and after
+ * its last one (fewer than 2N) one per thread, added after the thread's vectors.
  *
  * General path (fp32 accumulation, any other case: rows over 4096 vectors, unaligned
  * pointers): one block of KV_NORM_GENERAL_BLOCK threads per row, three passes over the row
@@ -80,9 +80,8 @@ __device__ __forceinline__ float row_sum(float v, float *red) {
 /* Mean of a row held as NV 16-byte vectors per thread (vectors and elements outside the row
  * hold zeros), in the first pass of the two-pass statistics. */
 template <class T, int TPR, int NV>
-__device__ __forceinline__ float row_mean(const uint4 (&xv)[NV], float *red, float inv_hidden) {
+__device__ __forceinline__ float row_mean(const uint4 (&xv)[NV], float *red, float inv_hidden, float s = 0.0f) {
   constexpr int N = storage<T>::N;
-  float s = 0.0f;
 #pragma unroll
   for (int v = 0; v < NV; v++) {
     float f[N];
@@ -91,6 +90,27 @@ __device__ __forceinline__ float row_mean(const uint4 (&xv)[NV], float *red, flo
     for (int e = 0; e < N; e++) s += f[e];
   }
   return row_sum<TPR>(s, red) * inv_hidden;
+}
+
+/* The thread's sum of squared deviations from `mean` over its vectors (those with index
+ * v * TPR + t < nvec: the row's), in vector order; the second pass of the statistics. */
+template <class T, int TPR, int NV>
+__device__ __forceinline__ float thread_sq_dev(const uint4 (&xv)[NV], int t, int nvec, float mean) {
+  constexpr int N = storage<T>::N;
+  float q = 0.0f;
+#pragma unroll
+  for (int v = 0; v < NV; v++) {
+    if (v * TPR + t < nvec) {
+      float f[N];
+      unpack_vec<T>(xv[v], f);
+#pragma unroll
+      for (int e = 0; e < N; e++) {
+        const float d = f[e] - mean;
+        q = fmaf(d, d, q);
+      }
+    }
+  }
+  return q;
 }
 
 }  // namespace kv_norm
@@ -112,19 +132,7 @@ __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) k
   }
 
   const float mean = LN ? kv_norm::row_mean<T, TPR, NV>(xv, red[0], p.inv_hidden) : 0.0f;
-  float q = 0.0f;
-#pragma unroll
-  for (int v = 0; v < NV; v++) {
-    if (v * TPR + t < nvec) {
-      float f[N];
-      kv_norm::unpack_vec<T>(xv[v], f);
-#pragma unroll
-      for (int e = 0; e < N; e++) {
-        const float d = f[e] - mean;
-        q = fmaf(d, d, q);
-      }
-    }
-  }
+  const float q = kv_norm::thread_sq_dev<T, TPR, NV>(xv, t, nvec, mean);
   const float rstd = rsqrtf(fmaf(kv_norm::row_sum<TPR>(q, red[1]), p.inv_hidden, p.eps));
 
   const uint4 *wr = static_cast<const uint4 *>(p.w);
@@ -171,85 +179,90 @@ __device__ __forceinline__ uint4 load_part(const void *base, long long lo, long 
 
 }  // namespace kv_norm
 
-/* Peeled path (any hidden). A row starts at element o = row * hidden, r = o mod N elements
- * past a 16-byte boundary; the thread takes the aligned vectors m = t, t + TPR, ... of the
- * nv_row vectors that hold the row. Whole vectors are loaded and stored as 16 bytes, the
- * (at most two) partial ones element by element with the missing elements zero; w and b of a
- * whole vector are shifted into line from the two aligned vectors around them
- * (kv_norm::shift_vec), except at the end of w, where they are loaded element by element.
- * Reduction order as the fast path (vector order in the thread, butterfly, warps in order). */
+/* Peeled path (any hidden, 16-byte aligned pointers). A row of n elements starting at element
+ * o = row * n begins hd elements before a 16-byte boundary (hd = -o mod N, at most n); it is
+ * those hd elements, the nw whole 16-byte vectors after them, held as the fast path holds its
+ * row (thread t takes vectors t, t + TPR, ...), and the tail after those. The ends, hd + tail
+ * < 2N elements, are peeled off: end k is one element of thread k mod TPR. Reduction order:
+ * the thread's vectors in order, then its end elements; the butterfly; the warps in order.
+ * w and b of a whole vector come shifted into line from the two aligned vectors around them
+ * (kv_norm::shift_vec), element by element where the second would pass the end of w. */
 template <class T, int TPR, int NV, bool LN>
 __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) kv_norm_peeled(kv_norm_params p) {
   using S = kv_norm::storage<T>;
   constexpr int N = S::N;
+  constexpr int EX = (2 * N - 2 + TPR - 1) / TPR; /* end elements per thread */
   __shared__ float red[2][kv_norm_block(TPR) / 32];
   const auto [t, row, live] = kv_norm::row_thread_of<TPR>(p);
-  const long long n = p.hidden;
+  const int n = p.hidden;
   const size_t o = (size_t)(live ? row : 0) * (size_t)n;
-  const int r = (int)(o % N);
-  const int nv_row = (int)((r + n + N - 1) / N);
-  const uint4 *xg = static_cast<const uint4 *>(p.x) + o / N;
+  const int hd = min((int)((N - o % N) % N), n);
+  const int nw = (n - hd) / N, ends = n - nw * N;
+  const uint4 *xg = static_cast<const uint4 *>(p.x) + (o + hd) / N;
   const void *xrow = static_cast<const typename S::bits *>(p.x) + o;
+  /* row position of end element k */
+  auto end_pos = [&](int k) { return k < hd ? k : k + nw * N; };
 
   uint4 xv[NV];
 #pragma unroll
   for (int v = 0; v < NV; v++) {
-    const int m = v * TPR + t;
-    const long long lo = (long long)m * N - r; /* row position of the vector's first element */
-    if (!live || m >= nv_row) xv[v] = make_uint4(0u, 0u, 0u, 0u);
-    else if (lo >= 0 && lo + N <= n) xv[v] = kv_norm::ld_stream(xg + m);
-    else xv[v] = kv_norm::load_part<T>(xrow, lo, n);
+    const int j = v * TPR + t;
+    xv[v] = (live && j < nw) ? __ldg(xg + j) : make_uint4(0u, 0u, 0u, 0u);
+  }
+  float xe[EX];
+#pragma unroll
+  for (int e = 0; e < EX; e++) {
+    const int k = e * TPR + t;
+    xe[e] = (live && k < ends) ? S::load(xrow, (size_t)end_pos(k)) : 0.0f;
   }
 
-  const float mean = LN ? kv_norm::row_mean<T, TPR, NV>(xv, red[0], p.inv_hidden) : 0.0f;
-  float q = 0.0f;
+  float mean = 0.0f;
+  if constexpr (LN) {
+    float s = 0.0f;
 #pragma unroll
-  for (int v = 0; v < NV; v++) {
-    const int m = v * TPR + t;
-    const long long lo = (long long)m * N - r;
-    if (m < nv_row) {
-      float f[N];
-      kv_norm::unpack_vec<T>(xv[v], f);
+    for (int e = 0; e < EX; e++) s += xe[e];
+    mean = kv_norm::row_mean<T, TPR, NV>(xv, red[0], p.inv_hidden, s);
+  }
+  float q = kv_norm::thread_sq_dev<T, TPR, NV>(xv, t, nw, mean);
 #pragma unroll
-      for (int e = 0; e < N; e++) {
-        const float d = (lo + e >= 0 && lo + e < n) ? f[e] - mean : 0.0f;
-        q = fmaf(d, d, q);
-      }
+  for (int e = 0; e < EX; e++) {
+    if (e * TPR + t < ends) {
+      const float d = xe[e] - mean;
+      q = fmaf(d, d, q);
     }
   }
   const float2 st = make_float2(mean, rsqrtf(fmaf(kv_norm::row_sum<TPR>(q, red[1]), p.inv_hidden, p.eps)));
 
   const uint4 *wg = static_cast<const uint4 *>(p.w);
   const uint4 *bg = static_cast<const uint4 *>(p.b);
-  uint4 *yg = static_cast<uint4 *>(p.y) + o / N;
+  uint4 *yg = static_cast<uint4 *>(p.y) + (o + hd) / N;
   void *yrow = static_cast<typename S::bits *>(p.y) + o;
 #pragma unroll
   for (int v = 0; v < NV; v++) {
-    const int m = v * TPR + t;
-    const long long lo = (long long)m * N - r;
-    if (!live || m >= nv_row) continue;
-    const bool whole = lo >= 0 && lo + N <= n;
+    const int j = v * TPR + t;
+    if (!live || j >= nw) continue;
     float f[N], w[N], b[N];
     kv_norm::unpack_vec<T>(xv[v], f);
-    if (whole && (r == 0 || (long long)(m + 1) * N <= n)) { /* w vectors m - 1 and m exist */
-      kv_norm::unpack_vec<T>(r == 0 ? __ldg(wg + m) : kv_norm::shift_vec<N>(__ldg(wg + m - 1), __ldg(wg + m), N - r),
-                             w);
-      if constexpr (LN)
-        kv_norm::unpack_vec<T>(r == 0 ? __ldg(bg + m) : kv_norm::shift_vec<N>(__ldg(bg + m - 1), __ldg(bg + m), N - r),
-                               b);
+    if (hd == 0) {
+      kv_norm::unpack_vec<T>(__ldg(wg + j), w);
+      if constexpr (LN) kv_norm::unpack_vec<T>(__ldg(bg + j), b);
+    } else if ((j + 2) * N <= n) { /* w vectors j and j + 1 exist */
+      kv_norm::unpack_vec<T>(kv_norm::shift_vec<N>(__ldg(wg + j), __ldg(wg + j + 1), hd), w);
+      if constexpr (LN) kv_norm::unpack_vec<T>(kv_norm::shift_vec<N>(__ldg(bg + j), __ldg(bg + j + 1), hd), b);
     } else {
-      kv_norm::unpack_vec<T>(kv_norm::load_part<T>(p.w, lo, n), w);
-      if constexpr (LN) kv_norm::unpack_vec<T>(kv_norm::load_part<T>(p.b, lo, n), b);
+      kv_norm::unpack_vec<T>(kv_norm::load_part<T>(p.w, hd + j * N, n), w);
+      if constexpr (LN) kv_norm::unpack_vec<T>(kv_norm::load_part<T>(p.b, hd + j * N, n), b);
     }
 #pragma unroll
     for (int e = 0; e < N; e++) f[e] = kv_norm::affine<LN>(f[e], st, w[e], LN ? b[e] : 0.0f);
-    if (whole) {
-      kv_norm::st_stream(yg + m, kv_norm::pack_vec<T>(f));
-    } else {
+    yg[j] = kv_norm::pack_vec<T>(f);
+  }
 #pragma unroll
-      for (int e = 0; e < N; e++)
-        if (lo + e >= 0 && lo + e < n) S::store(yrow, (size_t)(lo + e), f[e]);
-    }
+  for (int e = 0; e < EX; e++) {
+    const int k = e * TPR + t;
+    if (!live || k >= ends) continue;
+    const int i = end_pos(k);
+    S::store(yrow, (size_t)i, kv_norm::affine<LN>(xe[e], st, S::load(p.w, i), LN ? S::load(p.b, i) : 0.0f));
   }
 }
 

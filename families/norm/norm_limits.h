@@ -2,8 +2,8 @@
  * plain C that gcc and nvcc both compile: the dispatcher (norm_dispatch.cu) launches the
  * configuration kv_norm_choice() names, and the descriptor's path() reports the same choice,
  * so --dry-run and the coverage test see the dispatcher's own decision. Register-resident
- * paths hold each row in registers (TPR threads x NV 16-byte vectors); the general
- * (LayerNorm, rows not whole vectors) and serial (reduced accumulators) paths do not. */
+ * paths hold each row in registers (TPR threads x NV 16-byte vectors); the general (rows
+ * over 4096 vectors, unaligned tensors) and serial (reduced accumulators) paths do not. */
 #ifndef KVAL_NORM_LIMITS_H
 #define KVAL_NORM_LIMITS_H
 
@@ -19,10 +19,11 @@ typedef struct kv_norm_config {
   X(6, 32, 8, FAST) X(7, 128, 2, FAST) X(8, 64, 8, FAST) X(9, 128, 4, FAST) X(10, 256, 2, FAST)            \
   X(11, 128, 8, FAST) X(12, 256, 4, FAST) X(13, 256, 8, FAST) X(14, 512, 4, FAST) X(15, 512, 8, FAST)      \
   X(16, 64, 2, FAST) X(17, 512, 2, FAST) X(18, 8, 1, PEELED) X(19, 16, 1, PEELED) X(20, 32, 1, PEELED)     \
-  X(21, 32, 2, PEELED) X(22, 64, 2, PEELED) X(23, 128, 2, PEELED) X(24, 128, 3, PEELED)                    \
-  X(25, 256, 2, PEELED) X(26, 256, 3, PEELED) X(27, 256, 4, PEELED) X(28, 512, 3, PEELED)                  \
-  X(29, 512, 4, PEELED) X(30, 512, 6, PEELED) X(31, 512, 8, PEELED) X(32, 512, 2, PEELED)
-#define KV_NORM_N_CONFIGS 33
+  X(21, 32, 2, PEELED) X(22, 64, 2, PEELED) X(23, 64, 4, PEELED) X(24, 128, 4, PEELED)                     \
+  X(25, 128, 6, PEELED) X(26, 256, 4, PEELED) X(27, 128, 8, PEELED) X(28, 256, 6, PEELED)                  \
+  X(29, 256, 8, PEELED) X(30, 512, 4, PEELED) X(31, 512, 8, PEELED) X(32, 256, 2, PEELED)                  \
+  X(33, 128, 2, PEELED)
+#define KV_NORM_N_CONFIGS 34
 #define KV_NORM_GENERAL_BLOCK 128 /* threads per row of the general path */
 #define KV_NORM_SERIAL_BLOCK 128  /* rows (one thread each) per block of the serial path */
 
@@ -46,19 +47,16 @@ static inline kv_norm_config kv_norm_config_of(int config) {
   }
 }
 
-/* 16-byte vectors a row may touch: hidden / N when the rows are whole vectors, else up to
- * (hidden + 2N - 2) / N for a row starting N - 1 elements past a boundary. */
-static inline long long kv_norm_vectors(kv_dtype storage, long long hidden, kv_norm_kind kind) {
-  const int n = kv_norm_vec_of(storage);
-  return kind == KV_NORM_PEELED ? (hidden + 2LL * n - 2) / n : hidden / n;
-}
+/* Whole 16-byte vectors a row holds: hidden / N (for the peeled kernel, the most a row
+ * starting anywhere holds; the rest are its end elements). */
+static inline long long kv_norm_vectors(kv_dtype storage, long long hidden) { return hidden / kv_norm_vec_of(storage); }
 
 /* Whether configuration `config` holds a row of `hidden` elements (aligned tensors). */
 static inline int kv_norm_holds(kv_dtype storage, long long hidden, int config) {
   const kv_norm_config c = kv_norm_config_of(config);
   if (c.tpr <= 0 || hidden <= 0) return 0;
-  if (c.kind != KV_NORM_PEELED && hidden % kv_norm_vec_of(storage) != 0) return 0;
-  return (long long)c.tpr * c.nv >= kv_norm_vectors(storage, hidden, c.kind);
+  if (c.kind == KV_NORM_FAST && hidden % kv_norm_vec_of(storage) != 0) return 0;
+  return (long long)c.tpr * c.nv >= kv_norm_vectors(storage, hidden);
 }
 
 /* NULL when a norm kernel exists for the precision (fp16, bf16, fp32 storage), else why not. */
@@ -68,30 +66,24 @@ static inline const char *kv_norm_unsupported(kv_precision p) {
 }
 
 /* The measured choice (families/norm/bench/norm_bench.cu on an H200; docs/PERFORMANCE.md) for
- * 16-byte aligned tensors: one warp or less per row up to 32 vectors; then two vectors per
- * thread and as many threads per row as that takes up to 512 vectors (RMSNorm: four), four
- * vectors per thread up to 2048, eight beyond. Rows that are not whole vectors: RMSNorm takes
- * the peeled kernel with the least capacity that holds them, LayerNorm the general path.
- * -1: no register-resident configuration (reduced accumulators: the serial path; LayerNorm
- * rows that are not whole vectors or longer than any entry: the general path). */
+ * 16-byte aligned tensors, by the whole vectors of a row. Rows of whole vectors (the fast
+ * kernel): one warp or less per row up to 32 vectors; then two vectors per thread and as many
+ * threads per row as that takes up to 512 vectors (RMSNorm: four), four vectors per thread up
+ * to 2048, eight beyond. Rows that are not (the peeled kernel, whose end elements cost no
+ * vector slot): the same up to 64 vectors, then 64 threads x 2 up to 128 and x 4 up to 256,
+ * 128 x 4 (RMSNorm x 6) up to 512, 256 x 4 up to 1024, 256 x 8 up to 2048, 512 x 8 beyond.
+ * -1: no register-resident configuration (reduced accumulators: the serial path; rows over
+ * 4096 vectors: the general path). */
 static inline int kv_norm_choice(int layernorm, kv_dtype storage, kv_dtype accum, long long hidden) {
   if (accum != KV_FP32 || hidden <= 0) return -1;
-  if (hidden % kv_norm_vec_of(storage) != 0) {
-    if (layernorm) return -1;
-    int best = -1;
-    for (int c = 0; c < KV_NORM_N_CONFIGS; c++) {
-      const kv_norm_config k = kv_norm_config_of(c), b = kv_norm_config_of(best);
-      if (k.kind == KV_NORM_PEELED && kv_norm_holds(storage, hidden, c) && (best < 0 || k.tpr * k.nv < b.tpr * b.nv))
-        best = c;
-    }
-    return best;
-  }
-  /* table entries for rows of up to 8, 16, 32, ..., 4096 vectors */
-  static const int by_size[2][10] = {{0, 1, 2, 3, 16, 7, 9, 12, 14, 15}, {0, 1, 2, 3, 16, 7, 10, 12, 14, 15}};
-  const long long nvec = kv_norm_vectors(storage, hidden, KV_NORM_FAST);
+  /* table entries for rows of up to 8, 16, 32, ..., 4096 whole vectors: [peeled][layernorm] */
+  static const int by_size[2][2][10] = {{{0, 1, 2, 3, 16, 7, 9, 12, 14, 15}, {0, 1, 2, 3, 16, 7, 10, 12, 14, 15}},
+                                        {{18, 19, 20, 21, 22, 23, 25, 26, 29, 31}, {18, 19, 20, 21, 22, 23, 24, 26, 29, 31}}};
+  const int peeled = hidden % kv_norm_vec_of(storage) != 0;
+  const long long nvec = kv_norm_vectors(storage, hidden);
   long long cap = 8;
   for (int i = 0; i < 10; i++, cap *= 2)
-    if (nvec <= cap) return by_size[layernorm ? 1 : 0][i];
+    if (nvec <= cap) return by_size[peeled][layernorm ? 1 : 0][i];
   return -1;
 }
 

@@ -1,7 +1,7 @@
 /* norm_traits.h - what the LayerNorm/RMSNorm kernels share: the kernel parameter block and
  * kernel handle, the table of register-resident kernel shapes (threads per row x 16-byte
  * vectors per thread x kind), and in namespace kv_norm the device traits: storage (16-byte
- * vector <-> float conversions with round-to-nearest-even), streaming loads and stores, and
+ * vector <-> float conversions with round-to-nearest-even), the shift of a vector into line, and
  * the narrow accumulators (fp16/bf16 rounding after every operation). The kernels are in
  * norm_kernels.cuh, their instantiations in inst/norm_<storage>.cu, the host API in
  * norm_api.h. CUDA C++ only. */
@@ -41,8 +41,8 @@ struct kv_norm_kernel {
 /* Register-resident paths: each row is held in registers by TPR threads, NV 16-byte vectors
  * each (8 fp16 / bf16 or 4 fp32 elements per vector). Kinds:
  *   KV_NORM_FAST    hidden a multiple of the vector (rows start on 16-byte boundaries)
- *   KV_NORM_PEELED  any hidden: rows start anywhere, 16-byte vectors at 16-byte addresses,
- *                   the partial vectors at the row ends element by element
+ *   KV_NORM_PEELED  any hidden: rows start anywhere; the row's whole 16-byte vectors as the
+ *                   fast path holds them, the fewer than 2N elements at its ends one a thread
  * Several entries cover one row length: the table is what families/norm/bench/norm_bench.cu sweeps,
  * kv_norm_default_config() the measured choice. Both need 16-byte aligned x, y, w, b.
  * Measured on an H200 and dropped (docs/PERFORMANCE.md): streaming cache hints on the fast
@@ -50,7 +50,9 @@ struct kv_norm_kernel {
  * RMSNorm fp16 16384x4096), w and b loaded before the reductions (more registers, fewer
  * resident blocks: LayerNorm tpr 256 nv 2 fell to 3387 GB/s), and a persistent kernel
  * (grid = resident blocks, w and b in registers, next row prefetched: slower at every shape).
- * The peeled kernel was measured with the streaming hints and keeps them. */
+ * Replaced: a peeled kernel that held the row's partial end vectors as vector slots (one more
+ * vector a thread, so fewer resident blocks) with the streaming hints ran at 1.5 - 2.7 TB/s
+ * where today's runs 3.2 - 3.8 (16384 x 4097 and 4100, fp16/bf16; docs/PERFORMANCE.md). */
 /* The configurations (kv_norm_kind, kv_norm_config, KV_NORM_CONFIGS) and the choice among them:
  * norm_limits.h, shared with the C descriptor. */
 
@@ -143,20 +145,6 @@ __device__ __forceinline__ uint4 pack_vec(const float (&f)[storage<T>::N]) {
     return make_uint4(storage<T>::pack(f[0], f[1]), storage<T>::pack(f[2], f[3]), storage<T>::pack(f[4], f[5]),
                       storage<T>::pack(f[6], f[7]));
   }
-}
-
-/* Streaming access to data touched once: x through the non-coherent path without L1
- * allocation (x is never written by the kernel), y with the evict-first store. */
-__device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
-__device__ __forceinline__ void st_stream(uint4 *p, const uint4 &v) {
-  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-               : "memory");
 }
 
 /* Elements s .. s + N - 1 of the 2N elements of vectors a then b (0 < s < N, the same in every

@@ -3,12 +3,13 @@
  * hand-computed row, fp16/bf16 accumulators rounded after every add (by hand), emulation against the reference under the default tolerance for every
  * precision and distribution, the documented fp16-accumulator overflow on offset rows, and
  * the |mean| >> std property: two-pass statistics stay accurate where E[x^2] - E[x]^2 in
- * the same precision does not. */
+ * the same precision does not; the kernel choice (norm_limits.h) at every hidden size. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "families/norm/norm.h"
+#include "families/norm/norm_limits.h"
 #include "families/testkit/family_checks.h"
 #include "tests/unit/test_util.h"
 
@@ -266,6 +267,30 @@ static void test_reference_dd(int ln) {
   fcase_free(&c);
 }
 
+/* kv_norm_choice, the kernel the dispatcher launches for aligned tensors: for every hidden
+ * size of the axis range (1..65536) and every storage type with fp32 accumulation, a
+ * configuration that holds the row's whole vectors, of the fast kind exactly when the rows are
+ * whole vectors, and the general path (-1) exactly past 4096 whole vectors; reduced
+ * accumulators always take the serial path (-1). */
+static void test_choice(void) {
+  static const kv_dtype storages[] = {KV_FP16, KV_BF16, KV_FP32};
+  int bad = 0;
+  for (int s = 0; s < 3; s++)
+    for (int ln = 0; ln < 2; ln++)
+      for (long long h = 1; h <= 65536; h++) {
+        const int c = kv_norm_choice(ln, storages[s], KV_FP32, h);
+        const long long whole = h / kv_norm_vec_of(storages[s]);
+        const int peeled = h % kv_norm_vec_of(storages[s]) != 0;
+        const int ok = c < 0 ? whole > 4096
+                             : whole <= 4096 && kv_norm_holds(storages[s], h, c) &&
+                                   (kv_norm_config_of(c).kind == KV_NORM_PEELED) == peeled;
+        if (!ok && bad++ < 5) fprintf(stderr, "  storage %d %s hidden %lld: configuration %d\n", (int)storages[s],
+                                      ln ? "layernorm" : "rmsnorm", h, c);
+        if (storages[s] != KV_FP32) bad += kv_norm_choice(ln, storages[s], storages[s], h) != -1;
+      }
+  EXPECT(bad == 0, "%d hidden sizes take a configuration that does not hold them (or the wrong kind)", bad);
+}
+
 int main(void) {
   TEST("constant rows: layernorm = bias, rmsnorm = known value, every precision");
   for (int p = 0; p < 5; p++) test_constant_rows(precisions[p]);
@@ -289,6 +314,8 @@ int main(void) {
   test_cost_norm();
   TEST("input tensors per distribution");
   test_tensors_norm();
+  TEST("the kernel choice holds every hidden size");
+  test_choice();
   TEST("fp64 two-pass reference vs double-double on |mean| >> std");
   test_reference_dd(1);
   test_reference_dd(0);

@@ -51,7 +51,7 @@ for t in fa2:kval-mma:q-tail fa2:kval-mma:k-tail fa2:kval-mma:k-blocks fa2:kval-
   fa2:kval-mma:d64:fp16:fp32:causal fa2:kval-mma:d64:bf16:bf16:full \
   gemm:kval-mma:m-tail gemm:kval-mma:n-tail gemm:kval-mma:k-tail gemm:kval-mma:alpha gemm:kval-mma:beta gemm:kval-mma:fp16:fp32:nt gemm:kval-mma:fp16:fp32:tn \
   gemm:kval-wgmma:alpha gemm:kval-wgmma:beta \
-  layernorm:fp16:fp32:general layernorm:fp16:fp16:serial layernorm:rows-tail \
+  layernorm:fp16:fp32:peeled-8x1 layernorm:fp16:fp16:serial layernorm:rows-tail \
   rmsnorm:fp16:fp32:peeled-8x1 rmsnorm:bf16:bf16:serial rmsnorm:rows-tail \
   decode:single decode:split decode:ctx-tail decode:rows-partial decode:dist=large_logits \
   fa2:kval-mma:cross fa2:kval-wgmma:cross fa2:kval-mma:dist=uniform fa2:kval-wgmma:dist=large_logits \
