@@ -119,7 +119,7 @@ for f in $families; do
       table "$OUT/fa2_bench.csv" "$OUT/fa2_peers.csv" --ratio-to sdpa-flash --ratio-to sdpa-cudnn
       table "$OUT/fa2_ladder.csv" ;;
     gemm) table "$OUT/gemm_bench.csv" --ratio-to cublas; table "$OUT/gemm_ladder.csv" ;;
-    norm) table "$OUT/norm_bench.csv" "$OUT/norm_peers.csv" --ratio-to torch; table "$OUT/norm_configs.csv" --best ;;
+    norm) table "$OUT/norm_bench.csv" "$OUT/norm_peers.csv" --ratio-to torch --ratio-to copy; table "$OUT/norm_configs.csv" --best ;;
     decode) table "$OUT/decode_bench.csv" "$OUT/decode_peers.csv" --ratio-to gather+sdpa --ratio-to sdpa; table "$OUT/decode_pages.csv" ;;
   esac
 done

@@ -70,15 +70,16 @@ static inline const char *kv_norm_unsupported(kv_precision p) {
  * kernel): one warp or less per row up to 32 vectors; then two vectors per thread and as many
  * threads per row as that takes up to 512 vectors (RMSNorm: four), four vectors per thread up
  * to 2048, eight beyond. Rows that are not (the peeled kernel, whose end elements cost no
- * vector slot): the same up to 64 vectors, then 64 threads x 2 up to 128 and x 4 up to 256,
- * 128 x 4 (RMSNorm x 6) up to 512, 256 x 4 up to 1024, 256 x 8 up to 2048, 512 x 8 beyond.
+ * vector slot): the same up to 64 vectors, then 64 threads x 2 up to 128, 64 x 4 (RMSNorm
+ * 128 x 2) up to 256, 128 x 4 (RMSNorm x 6) up to 512, 256 x 4 up to 1024, 256 x 8 up to
+ * 2048, 512 x 8 beyond.
  * -1: no register-resident configuration (reduced accumulators: the serial path; rows over
  * 4096 vectors: the general path). */
 static inline int kv_norm_choice(int layernorm, kv_dtype storage, kv_dtype accum, long long hidden) {
   if (accum != KV_FP32 || hidden <= 0) return -1;
   /* table entries for rows of up to 8, 16, 32, ..., 4096 whole vectors: [peeled][layernorm] */
   static const int by_size[2][2][10] = {{{0, 1, 2, 3, 16, 7, 9, 12, 14, 15}, {0, 1, 2, 3, 16, 7, 10, 12, 14, 15}},
-                                        {{18, 19, 20, 21, 22, 23, 25, 26, 29, 31}, {18, 19, 20, 21, 22, 23, 24, 26, 29, 31}}};
+                                        {{18, 19, 20, 21, 22, 33, 25, 26, 29, 31}, {18, 19, 20, 21, 22, 23, 24, 26, 29, 31}}};
   const int peeled = hidden % kv_norm_vec_of(storage) != 0;
   const long long nvec = kv_norm_vectors(storage, hidden);
   long long cap = 8;

@@ -8,7 +8,9 @@ Inputs as the families define them (families/norm/norm.c, dist normal): x normal
 1 + 0.1 N, bias 0.1 N, eps 1e-5, in fp16, bf16 or fp32 (PyTorch accumulates in fp32:
 precision <storage>:fp32). Backend "torch". GB/s count x read and y written once plus the
 weight (and bias) once, kval's byte count; TFLOP/s kval's FLOP count (8 per element for
-LayerNorm, 5 for RMSNorm).
+LayerNorm, 5 for RMSNorm). Backend "copy": y.copy_(x) at the same shape, timed the same way,
+GB/s counting x read and y written (the same-size copy the norms are held against), one row
+under each norm.
 
   peers.py --csv FILE [--deck inputs/default.deck] [--json FILE]   (exit 77 without PyTorch or a GPU)
 """
@@ -48,7 +50,15 @@ def measure(torch, timer, w):
             print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
             w.writerow(row)
             rows_out.append(row)
-        del x, wt, b
+        y = torch.empty_like(x)
+        ms, reps = timer.median_ms(lambda: y.copy_(x))
+        for norm in ("layernorm", "rmsnorm"):
+            row = dict(family=norm, backend="copy", precision=f"{dt}:fp32", rows=rows, hidden=hidden, dist="normal",
+                       ms=f"{ms:.5f}", tflops="0.00", gbps=f"{2 * n * s / ms / 1e6:.1f}", reps=reps)
+            print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+            w.writerow(row)
+            rows_out.append(row)
+        del x, y, wt, b
     return rows_out
 
 
