@@ -21,7 +21,8 @@
  * Peeled path (fp32 accumulation, any hidden up to 4096 whole vectors, 16-byte aligned
  * pointers): rows that start anywhere. The whole 16-byte vectors of a row in the fast path's
  * layout and reduction order; the elements before the row's first 16-byte boundary and after
- * its last one (fewer than 2N) one per thread, added after the thread's vectors.
+ * its last one (fewer than 2N) one per thread, which a thread adds before its vectors in the
+ * mean and after them in the variance.
  *
  * General path (fp32 accumulation, any other case: rows over 4096 vectors, unaligned
  * pointers): one block of KV_NORM_GENERAL_BLOCK threads per row, three passes over the row
@@ -78,7 +79,8 @@ __device__ __forceinline__ float row_sum(float v, float *red) {
 }
 
 /* Mean of a row held as NV 16-byte vectors per thread (vectors and elements outside the row
- * hold zeros), in the first pass of the two-pass statistics. */
+ * hold zeros), in the first pass of the two-pass statistics; s is what the thread has summed
+ * before its vectors (the peeled kernel's end elements). */
 template <class T, int TPR, int NV>
 __device__ __forceinline__ float row_mean(const uint4 (&xv)[NV], float *red, float inv_hidden, float s = 0.0f) {
   constexpr int N = storage<T>::N;
@@ -184,7 +186,8 @@ __device__ __forceinline__ uint4 load_part(const void *base, long long lo, long 
  * those hd elements, the nw whole 16-byte vectors after them, held as the fast path holds its
  * row (thread t takes vectors t, t + TPR, ...), and the tail after those. The ends, hd + tail
  * < 2N elements, are peeled off: end k is one element of thread k mod TPR. Reduction order:
- * the thread's vectors in order, then its end elements; the butterfly; the warps in order.
+ * the thread's end elements, then its vectors in order (the mean; the variance takes the
+ * vectors first); the butterfly; the warps in order.
  * w and b of a whole vector come shifted into line from the two aligned vectors around them
  * (kv_norm::shift_vec), element by element where the second would pass the end of w. */
 template <class T, int TPR, int NV, bool LN>
