@@ -5,7 +5,8 @@
 # throughput (% of peak), achieved occupancy, registers, issue-slot use and the three largest
 # warp stall reasons (cycles per issued instruction).
 #   bash bench/ncu_profile.sh FAMILY COMMAND REGEX [MAX_LAUNCHES]
-#   e.g. bash bench/ncu_profile.sh norm bench 'kv_norm_(fast|peeled)<__half, 128, 4, true>' 8
+#   e.g. bash bench/ncu_profile.sh norm bench 'kv_norm_peeled<__half, \(int\)128, \(int\)4, \(bool\)1>' 8
+# (ncu's demangled names spell template arguments as (int)128, (bool)1)
 # FAMILY and COMMAND as bench/device_run.sh (families/FAMILY/bench/FAMILY_bench COMMAND);
 # MAX_LAUNCHES (default 12) bounds the profiled launches. Environment: OUT (default
 # /tmp/kval-ncu): the report ncu.ncu-rep, ncu.csv (its raw page, one row a launch) and

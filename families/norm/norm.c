@@ -26,6 +26,17 @@ static const kv_axis_desc norm_axes[] = {
     {"eps", KV_AXIS_REAL, "1e-5", NULL, 0.0, 1.0, "added to the variance before the square root"},
     {NULL, KV_AXIS_INT, NULL, NULL, 0, 0, NULL}};
 
+/* The general path is the kernel of unaligned tensors (a view that starts off a 16-byte
+ * boundary) and of rows beyond the register-resident table; kval's tensors are aligned, so a
+ * deck reaches it at ordinary lengths only through this parameter. */
+static const kv_param_desc norm_params[] = {
+    {"general", 0, 0, 1,
+     "1: fp32-accumulation rows take the general path (the kernel of unaligned tensors) at any "
+     "length; 0: the dispatcher's choice"},
+    {NULL, 0, 0, 0, NULL}};
+
+int kv_norm_general_forced(const kv_case *c) { return kv_case_param(c, "general") != 0; }
+
 
 void kv_norm_dims_of(const kv_case *c, kv_norm_dims *d) {
   d->rows = kv_case_int(c, "rows");
@@ -108,13 +119,14 @@ static long long rows_per_block(int config, kv_dtype accum) {
   return tpr < 128 ? 128 / tpr : 1;
 }
 
-/* The kernel path the dispatcher takes for 16-byte aligned tensors (cudaMalloc's): its
- * configuration, a partial last block of rows, the input distribution, an eps that matters
+/* The kernel path the dispatcher takes for 16-byte aligned tensors (cudaMalloc's; the
+ * general path where the case's parameter asks for it): its configuration, a partial last block of rows, the input distribution, an eps that matters
  * at the storage precision (> 1e-3). */
 static void norm_path(const kv_case *c, char *b, size_t n) {
   const char *f = c->fp->family->name;
   const int ln = strcmp(f, "layernorm") == 0;
-  const int config = kv_norm_choice(ln, c->prec.storage, c->prec.accum, kv_case_int(c, "hidden"));
+  const int config =
+      kv_norm_general_forced(c) ? -1 : kv_norm_choice(ln, c->prec.storage, c->prec.accum, kv_case_int(c, "hidden"));
   char kind[32];
   kind_name(config, c->prec.accum, kind, sizeof kind);
   b[0] = '\0';
@@ -164,6 +176,7 @@ const kv_family kv_family_layernorm = {
     .name = "layernorm",
     .summary = "LayerNorm forward y = (x - mean) / sqrt(var + eps) * weight + bias over each row",
     .axes = norm_axes,
+    .params = norm_params,
     .invalid = norm_invalid,
     .cost = layernorm_cost,
     .tensors = layernorm_tensors,
@@ -181,6 +194,7 @@ const kv_family kv_family_rmsnorm = {
     .name = "rmsnorm",
     .summary = "RMSNorm forward y = x / sqrt(mean(x^2) + eps) * weight over each row",
     .axes = norm_axes,
+    .params = norm_params,
     .invalid = norm_invalid,
     .cost = rmsnorm_cost,
     .tensors = rmsnorm_tensors,

@@ -17,6 +17,8 @@ typedef struct {
   double eps;
 } kv_norm_dims;
 void kv_norm_dims_of(const kv_case *c, kv_norm_dims *d);
+/* 1 when the case's `general` parameter sends fp32-accumulation rows to the general path. */
+int kv_norm_general_forced(const kv_case *c);
 
 kv_status kv_layernorm_emulate(const kv_case *c, void *const *in, void *const *out);
 kv_status kv_rmsnorm_emulate(const kv_case *c, void *const *in, void *const *out);

@@ -1,8 +1,8 @@
 /* norm_cuda.cu - kv_cuda_layernorm and kv_cuda_rmsnorm, the norm families' CUDA side as the
  * cuda backend sees it: a case (axes precision, rows, hidden; param eps; inputs x, w[, b];
  * output y) becomes a kv_norm_problem once, with the kernel variant norm_dispatch.cu chooses
- * for its row length; then launches, the fp64 reference (norm_gpu_ref.cu) and the resources
- * of that variant. */
+ * for its row length (the general path where the case's `general` parameter asks for it);
+ * then launches, the fp64 reference (norm_gpu_ref.cu) and the resources of that variant. */
 #include <new>
 
 #include "families/norm/norm.h"
@@ -27,7 +27,7 @@ static kv_status prepare(bool layernorm, const kv_case *c, void *const *in, void
   pr->layernorm = layernorm;
   pr->storage = c->prec.storage;
   pr->accum = c->prec.accum;
-  if (kv_norm_prepare(pr, kv_norm_default_config(pr), why) != KV_OK) {
+  if (kv_norm_prepare(pr, kv_norm_general_forced(c) ? -1 : kv_norm_default_config(pr), why) != KV_OK) {
     delete pr;
     return KV_ERR;
   }

@@ -214,7 +214,7 @@ static const axis_want norm_axes[] = {
     {"dist", KV_AXIS_STR, "normal", "normal uniform offset", 0, 0},
     {"eps", KV_AXIS_REAL, "1e-5", NULL, 0, 1},
     {NULL, KV_AXIS_INT, NULL, NULL, 0, 0}};
-static const param_want norm_params[] = {{NULL, 0, 0, 0}};
+static const param_want norm_params[] = {{"general", 0, 0, 1}, {NULL, 0, 0, 0}};
 
 static void test_invalid_norm(void) {
   for (int ln = 0; ln < 2; ln++) {
