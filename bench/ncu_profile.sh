@@ -54,7 +54,8 @@ def num(r, k):
         return float(str(r.get(k, "nan")).replace(",", ""))
     except ValueError:
         return float("nan")
-scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(units.get("gpu__time_duration.sum"), float("nan"))
+scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}.get(
+    units.get("gpu__time_duration.sum"), float("nan"))
 stall = [k for k in units if re.match(r"smsp__average_warps_issue_stalled_(.*)_per_issue_active\.ratio$", k)]
 print(f"{'kernel':58} {'us':>7} {'dram%':>6} {'occ%':>5} {'regs':>4} {'issue%':>6} {'cpi':>5}  top stalls (cycles/issue)")
 for r in rows[1:]:

@@ -41,7 +41,7 @@ state() { sinfo -h -n "$node" -o '%T' | head -n 1 | tr -d '*~#!%$@^-'; }
 reason() { sinfo -h -n "$node" -o '%E' | head -n 1; }
 uuid_of() { "$PYTHON" -c "import h5py, sys; u = h5py.File(sys.argv[1], 'r')['ranks/uuid'][int(sys.argv[2])]; print(u.decode() if isinstance(u, bytes) else u)" "$@"; }
 
-# 1. A healthy node: the shipped health.deck on one cpu-backend rank (its 592 cases take about a
+# 1. A healthy node: the shipped health.deck on one cpu-backend rank (its 604 cases take about a
 # minute; three ranks on two loaded cores spin in MPI's waits for the slowest, many times longer).
 mkdir -p "$tmp/prom"
 t0=$(date +%s)
