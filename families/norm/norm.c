@@ -120,8 +120,9 @@ static long long rows_per_block(int config, kv_dtype accum) {
 }
 
 /* The kernel path the dispatcher takes for 16-byte aligned tensors (cudaMalloc's; the
- * general path where the case's parameter asks for it): its configuration, a partial last block of rows, the input distribution, an eps that matters
- * at the storage precision (> 1e-3). */
+ * general path where the case's parameter asks for it): its configuration, a partial last
+ * block of rows, the input distribution, an eps that matters at the storage precision
+ * (> 1e-3). */
 static void norm_path(const kv_case *c, char *b, size_t n) {
   const char *f = c->fp->family->name;
   const int ln = strcmp(f, "layernorm") == 0;

@@ -35,6 +35,12 @@ def measure(torch, timer, w):
     dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
     gen = torch.Generator(device="cuda").manual_seed(1)
     rows_out = []
+
+    def emit(row):
+        print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+        w.writerow(row)
+        rows_out.append(row)
+
     for rows, hidden, dt in SHAPES:
         t = dtypes[dt]
         x = torch.randn(rows, hidden, device="cuda", generator=gen).to(t)
@@ -44,20 +50,14 @@ def measure(torch, timer, w):
         for norm, fn, flops, vecs in (("layernorm", lambda: F.layer_norm(x, (hidden,), wt, b, EPS), 8.0, 2),
                                       ("rmsnorm", lambda: F.rms_norm(x, (hidden,), wt, EPS), 5.0, 1)):
             ms, reps = timer.median_ms(fn)
-            row = dict(family=norm, backend="torch", precision=f"{dt}:fp32", rows=rows, hidden=hidden, dist="normal",
-                       ms=f"{ms:.5f}", tflops=f"{flops * n / ms / 1e9:.2f}",
-                       gbps=f"{(2 * n + vecs * hidden) * s / ms / 1e6:.1f}", reps=reps)
-            print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
-            w.writerow(row)
-            rows_out.append(row)
+            emit(dict(family=norm, backend="torch", precision=f"{dt}:fp32", rows=rows, hidden=hidden, dist="normal",
+                      ms=f"{ms:.5f}", tflops=f"{flops * n / ms / 1e9:.2f}",
+                      gbps=f"{(2 * n + vecs * hidden) * s / ms / 1e6:.1f}", reps=reps))
         y = torch.empty_like(x)
         ms, reps = timer.median_ms(lambda: y.copy_(x))
         for norm in ("layernorm", "rmsnorm"):
-            row = dict(family=norm, backend="copy", precision=f"{dt}:fp32", rows=rows, hidden=hidden, dist="normal",
-                       ms=f"{ms:.5f}", tflops="0.00", gbps=f"{2 * n * s / ms / 1e6:.1f}", reps=reps)
-            print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
-            w.writerow(row)
-            rows_out.append(row)
+            emit(dict(family=norm, backend="copy", precision=f"{dt}:fp32", rows=rows, hidden=hidden, dist="normal",
+                      ms=f"{ms:.5f}", tflops="0.00", gbps=f"{2 * n * s / ms / 1e6:.1f}", reps=reps))
         del x, y, wt, b
     return rows_out
 
