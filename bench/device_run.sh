@@ -97,7 +97,7 @@ for f in $families; do
     gemm) drive gemm bench 120; continue ;; esac
   case $f in
     fa2) drive fa2 bench 180; drive fa2 ladder 90 1; peers fa2 120 ;;
-    gemm) drive gemm bench 120; drive gemm ladder 40 1 ;;
+    gemm) drive gemm bench 120; drive gemm ladder 150 1 ;;
     norm) drive norm bench 60; drive norm configs 120 1; peers norm 60 ;;
     decode) drive decode bench 60; drive decode pages 40 1; peers decode 60 ;;
   esac
@@ -118,7 +118,7 @@ for f in $families; do
     fa2)
       table "$OUT/fa2_bench.csv" "$OUT/fa2_peers.csv" --ratio-to sdpa-flash --ratio-to sdpa-cudnn
       table "$OUT/fa2_ladder.csv" ;;
-    gemm) table "$OUT/gemm_bench.csv" --ratio-to cublas; table "$OUT/gemm_ladder.csv" ;;
+    gemm) table "$OUT/gemm_bench.csv" --ratio-to cublas; table "$OUT/gemm_ladder.csv" --ratio-to cublas ;;
     norm) table "$OUT/norm_bench.csv" "$OUT/norm_peers.csv" --ratio-to torch --ratio-to copy; table "$OUT/norm_configs.csv" --best ;;
     decode) table "$OUT/decode_bench.csv" "$OUT/decode_peers.csv" --ratio-to gather+sdpa --ratio-to sdpa; table "$OUT/decode_pages.csv" ;;
   esac

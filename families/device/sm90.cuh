@@ -3,10 +3,10 @@
  * after their instructions: mbarrier (init, expect-tx arrival, arrival, parity wait), TMA 2-D
  * and 4-D tile loads (cp.async.bulk.tensor completing on an mbarrier) and stores with their
  * bulk groups, proxy fence and named barrier, the wgmma shared-memory matrix descriptor for
- * 128-byte swizzled tiles, wgmma.mma_async m64n256k16 and m64n8k16 (fp32 accumulators for fp16/bf16
- * inputs, fp16 accumulators for fp16 inputs), m64n128k32 (fp32 accumulators for e4m3/e5m2
- * inputs) and setmaxnreg; on the host, kv::tma_encode_fn,
- * the driver's cuTensorMapEncodeTiled. The shared-memory address helper is sm80.cuh's. */
+ * 128-byte swizzled tiles, wgmma.mma_async m64nNk16 (N = 256, 128, 64) and m64n8k16 (fp32
+ * accumulators for fp16/bf16 inputs, fp16 accumulators for fp16 inputs), m64n128k32 (fp32
+ * accumulators for e4m3/e5m2 inputs) and setmaxnreg; on the host, kv::tma_encode_fn, the
+ * driver's cuTensorMapEncodeTiled. The shared-memory address helper is sm80.cuh's. */
 #ifndef KVAL_DEVICE_SM90_CUH
 #define KVAL_DEVICE_SM90_CUH
 
@@ -165,45 +165,65 @@ __device__ __forceinline__ void reg_fence(uint32_t &r) { asm volatile("" : "+r"(
   "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
   "}"
 
+#define KV_WG_REGS32 \
+  "{" \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+  "}"
+#define KV_WG_REGS16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+
 #define KV_WG_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define KV_WG_F16(i) KV_WG_F4(i), KV_WG_F4(i + 4), KV_WG_F4(i + 8), KV_WG_F4(i + 12)
 #define KV_WG_F128                                                                            \
   KV_WG_F16(0), KV_WG_F16(16), KV_WG_F16(32), KV_WG_F16(48), KV_WG_F16(64), KV_WG_F16(80),    \
       KV_WG_F16(96), KV_WG_F16(112)
 #define KV_WG_F64 KV_WG_F16(0), KV_WG_F16(16), KV_WG_F16(32), KV_WG_F16(48)
+#define KV_WG_F32 KV_WG_F16(0), KV_WG_F16(16)
 #define KV_WG_R4(i) "+r"(d[i]), "+r"(d[i + 1]), "+r"(d[i + 2]), "+r"(d[i + 3])
 #define KV_WG_R16(i) KV_WG_R4(i), KV_WG_R4(i + 4), KV_WG_R4(i + 8), KV_WG_R4(i + 12)
 #define KV_WG_R64 KV_WG_R16(0), KV_WG_R16(16), KV_WG_R16(32), KV_WG_R16(48)
+#define KV_WG_R32 KV_WG_R16(0), KV_WG_R16(16)
 
-/* d (+)= A B for a 64 x 256 x 16 step, fp32 accumulators; TA / TB: A M-major / B N-major. */
-template <class T, int TA, int TB>
-__device__ __forceinline__ void wgmma_m64n256k16_f32(float (&d)[128], uint64_t desc_a, uint64_t desc_b,
-                                                     int accumulate) {
-  if constexpr (std::is_same<T, __half>::value) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " KV_WG_REGS128
-                 ", %128, %129, p, 1, 1, %131, %132;\n}\n"
-                 : KV_WG_F128
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
-  } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " KV_WG_REGS128
-                 ", %128, %129, p, 1, 1, %131, %132;\n}\n"
-                 : KV_WG_F128
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
-  }
+/* d (+)= A B for a 64 x N x 16 step (N = 256, 128 or 64), fp32 accumulators (N / 2 a thread);
+ * TA / TB: A M-major / B N-major. KV_WG_SS spells the instruction with its operand numbers:
+ * descriptors DA, DB, the accumulate flag P, the transpose immediates TA, TB. */
+#define KV_WG_SS(SHAPE_TYPES, REGS, DA, DB, P, TA, TB)                                               \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %" #P ", 0;\nwgmma.mma_async.sync.aligned." SHAPE_TYPES " " REGS \
+  ", %" #DA ", %" #DB ", p, 1, 1, %" #TA ", %" #TB ";\n}\n"
+#define KV_WG_SS_IN "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB)
+template <class T, int N, int TA, int TB>
+__device__ __forceinline__ void wgmma_m64nNk16_f32(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b,
+                                                   int accumulate) {
+  static_assert(N == 256 || N == 128 || N == 64, "wgmma m64nNk16 wrappers: N = 256, 128, 64");
+  constexpr bool H = std::is_same<T, __half>::value;
+  if constexpr (N == 256 && H)
+    asm volatile(KV_WG_SS("m64n256k16.f32.f16.f16", KV_WG_REGS128, 128, 129, 130, 131, 132) : KV_WG_F128 : KV_WG_SS_IN);
+  else if constexpr (N == 256)
+    asm volatile(KV_WG_SS("m64n256k16.f32.bf16.bf16", KV_WG_REGS128, 128, 129, 130, 131, 132) : KV_WG_F128 : KV_WG_SS_IN);
+  else if constexpr (N == 128 && H)
+    asm volatile(KV_WG_SS("m64n128k16.f32.f16.f16", KV_WG_REGS64, 64, 65, 66, 67, 68) : KV_WG_F64 : KV_WG_SS_IN);
+  else if constexpr (N == 128)
+    asm volatile(KV_WG_SS("m64n128k16.f32.bf16.bf16", KV_WG_REGS64, 64, 65, 66, 67, 68) : KV_WG_F64 : KV_WG_SS_IN);
+  else if constexpr (H)
+    asm volatile(KV_WG_SS("m64n64k16.f32.f16.f16", KV_WG_REGS32, 32, 33, 34, 35, 36) : KV_WG_F32 : KV_WG_SS_IN);
+  else
+    asm volatile(KV_WG_SS("m64n64k16.f32.bf16.bf16", KV_WG_REGS32, 32, 33, 34, 35, 36) : KV_WG_F32 : KV_WG_SS_IN);
 }
 
-/* The same with fp16 accumulators (fp16 inputs), two per register. */
-template <int TA, int TB>
-__device__ __forceinline__ void wgmma_m64n256k16_f16(uint32_t (&d)[64], uint64_t desc_a, uint64_t desc_b,
-                                                     int accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16 " KV_WG_REGS64
-               ", %64, %65, p, 1, 1, %67, %68;\n}\n"
-               : KV_WG_R64
-               : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
+/* The same with fp16 accumulators (fp16 inputs), two per register (N / 4 a thread). */
+template <int N, int TA, int TB>
+__device__ __forceinline__ void wgmma_m64nNk16_f16(uint32_t (&d)[N / 4], uint64_t desc_a, uint64_t desc_b,
+                                                   int accumulate) {
+  static_assert(N == 256 || N == 128 || N == 64, "wgmma m64nNk16 wrappers: N = 256, 128, 64");
+  if constexpr (N == 256)
+    asm volatile(KV_WG_SS("m64n256k16.f16.f16.f16", KV_WG_REGS64, 64, 65, 66, 67, 68) : KV_WG_R64 : KV_WG_SS_IN);
+  else if constexpr (N == 128)
+    asm volatile(KV_WG_SS("m64n128k16.f16.f16.f16", KV_WG_REGS32, 32, 33, 34, 35, 36) : KV_WG_R32 : KV_WG_SS_IN);
+  else
+    asm volatile(KV_WG_SS("m64n64k16.f16.f16.f16", KV_WG_REGS16, 16, 17, 18, 19, 20) : KV_WG_R16(0) : KV_WG_SS_IN);
 }
+#undef KV_WG_SS_IN
+#undef KV_WG_SS
 
 /* d (+)= A B for a 64 x 128 x 32 step of FP8 inputs (T __nv_fp8_e4m3 or __nv_fp8_e5m2, both
  * operands), fp32 accumulators; A and B K-major (FP8 wgmma has no transpose). */

@@ -55,12 +55,6 @@ using kv_fa2_common::storage_t;
 
 /* ---- wgmma m64nNk16 with fp32 accumulators, N = 64 or 128 ---- */
 
-#define KV_FA_REGS32 \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define KV_FA_F32 KV_WG_F16(0), KV_WG_F16(16)
-#define KV_FA_F64 KV_WG_F16(0), KV_WG_F16(16), KV_WG_F16(32), KV_WG_F16(48)
-
 /* S = A B^T: A (64 x 16) and B (N x 16) K-major from shared memory; accumulate != 0 adds. */
 template <kv_dtype STORE, int N>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int accumulate) {
@@ -68,22 +62,22 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
   if constexpr (N == 128 && STORE == KV_FP16)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " KV_WG_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : KV_FA_F64
+                 : KV_WG_F64
                  : "l"(da), "l"(db), "r"(accumulate));
   else if constexpr (N == 128)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " KV_WG_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : KV_FA_F64
+                 : KV_WG_F64
                  : "l"(da), "l"(db), "r"(accumulate));
   else if constexpr (STORE == KV_FP16)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KV_FA_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : KV_FA_F32
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KV_WG_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : KV_WG_F32
                  : "l"(da), "l"(db), "r"(accumulate));
   else
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KV_FA_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : KV_FA_F32
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KV_WG_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : KV_WG_F32
                  : "l"(da), "l"(db), "r"(accumulate));
 }
 
@@ -96,25 +90,25 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " KV_WG_REGS64
                  ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                 : KV_FA_F64
+                 : KV_WG_F64
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
   else if constexpr (N == 128)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " KV_WG_REGS64
                  ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                 : KV_FA_F64
+                 : KV_WG_F64
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
   else if constexpr (STORE == KV_FP16)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KV_FA_REGS32
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KV_WG_REGS32
                  ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                 : KV_FA_F32
+                 : KV_WG_F32
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
   else
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KV_FA_REGS32
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KV_WG_REGS32
                  ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                 : KV_FA_F32
+                 : KV_WG_F32
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
 

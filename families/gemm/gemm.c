@@ -177,8 +177,8 @@ static const kv_coord_desc gemm_coords[] = {
     {NULL, NULL, NULL, NULL}};
 
 /* The kernel path from the rules the dispatcher calls (gemm_limits.h): the instantiation, the
- * wgmma grid (its small tile below one wave of SMs; FP8 has one tile) and epilogue (TMA store or
- * direct), the mma load path, partial tiles in M, N and K of the tile the kernel runs, FP8
+ * wgmma tile (large, mid or small by the tiles a wave of SMs takes; FP8 has one tile) and
+ * epilogue (TMA store or direct), the mma load path, partial tiles in M, N and K of the tile the kernel runs, FP8
  * promotion or fast accumulation and scales != 1, alpha != 1, beta != 0, the input
  * distribution. */
 static void gemm_path(const kv_case *c, char *b, size_t n) {
@@ -195,10 +195,9 @@ static void gemm_path(const kv_case *c, char *b, size_t n) {
     kv_tag(b, n, "gemm:%s:fp8:%s", v, kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
     bm = KV_GEMM_FP8_BM, bn = KV_GEMM_FP8_BN, bk = KV_GEMM_FP8_BK;
   } else if (var == KV_GEMM_WGMMA) {
-    const int small = kv_gemm_wgmma_small(m, nn, c->prec.accum, KV_GEMM_PATH_SMS);
-    kv_tag(b, n, "gemm:%s:%s", v, small ? "small-grid" : "full-grid");
+    kv_tag(b, n, "gemm:%s:%s", v, kv_gemm_wgmma_tile_name(kv_gemm_wgmma_tile(m, nn, KV_GEMM_PATH_SMS, &bm, &bn)));
     kv_tag(b, n, "gemm:%s:%s", v, kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
-    bm = small ? KV_GEMM_WGMMA_SMALL_BM : KV_GEMM_WGMMA_BM, bn = KV_GEMM_WGMMA_BN, bk = KV_GEMM_WGMMA_BK;
+    bk = KV_GEMM_WGMMA_BK;
   } else if (var == KV_GEMM_MMA) {
     kv_tag(b, n, "gemm:%s:%s", v, kv_gemm_mma_vector_loads(m, nn, k, a_t, b_t) ? "vector-loads" : "scalar-loads");
     bm = KV_GEMM_MMA_BM, bn = KV_GEMM_MMA_BN, bk = KV_GEMM_MMA_BK;
@@ -218,7 +217,7 @@ static void gemm_path(const kv_case *c, char *b, size_t n) {
 
 /* Every instantiation kv_gemm_unsupported allows, then each variant's branches. */
 static int gemm_path_tag(int i, char *b, size_t n) {
-  static const char *const wgmma[] = {"small-grid", "full-grid", "tma-store", "direct-store", "m-tail", "n-tail", "k-tail", NULL};
+  static const char *const wgmma[] = {"tma-store", "direct-store", "m-tail", "n-tail", "k-tail", NULL};
   static const char *const mma[] = {"vector-loads", "scalar-loads", "m-tail", "n-tail", "k-tail", NULL};
   static const char *const none[] = {NULL};
   static const char *const fp8[] = {"promoted", "fast-accum", "scaled", NULL};
@@ -233,6 +232,9 @@ static int gemm_path_tag(int i, char *b, size_t n) {
           continue;
         if (kv_tag_at(&i, b, n, "gemm:%s:%s:%s", gemm_variants[v], kv_precision_pairs[p], gemm_layouts[l])) return 1;
       }
+    if (var == KV_GEMM_WGMMA)
+      for (int t = KV_GEMM_TILE_LARGE; t <= KV_GEMM_TILE_SMALL; t++)
+        if (kv_tag_at(&i, b, n, "gemm:%s:%s", gemm_variants[v], kv_gemm_wgmma_tile_name(t))) return 1;
     const char *const *what = var == KV_GEMM_WGMMA ? wgmma : var == KV_GEMM_MMA ? mma : none;
     for (int w = 0; what[w]; w++)
       if (kv_tag_at(&i, b, n, "gemm:%s:%s", gemm_variants[v], what[w])) return 1;

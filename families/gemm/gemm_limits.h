@@ -12,11 +12,14 @@
 enum kv_gemm_variant { KV_GEMM_WGMMA = 0, KV_GEMM_MMA = 1, KV_GEMM_CUBLAS = 2 };
 
 /* Tiles (rows x columns x k-step) of the kernels, checked against the traits
- * (gemm_traits.h static_asserts): kval-wgmma's two consumer warpgroups, its one-consumer
- * small-grid tile, kval-mma's. */
+ * (gemm_traits.h static_asserts): kval-wgmma's three 16-bit tiles (large: two consumer
+ * warpgroups of 64 x 256; mid: two of 64 x 128; small: one of 64 x 128), kval-mma's. */
 #define KV_GEMM_WGMMA_BM 128
-#define KV_GEMM_WGMMA_SMALL_BM 64
 #define KV_GEMM_WGMMA_BN 256
+#define KV_GEMM_WGMMA_MID_BM 128
+#define KV_GEMM_WGMMA_MID_BN 128
+#define KV_GEMM_WGMMA_SMALL_BM 64
+#define KV_GEMM_WGMMA_SMALL_BN 128
 #define KV_GEMM_WGMMA_BK 64
 #define KV_GEMM_MMA_BM 128
 #define KV_GEMM_MMA_BN 128
@@ -25,10 +28,23 @@ enum kv_gemm_variant { KV_GEMM_WGMMA = 0, KV_GEMM_MMA = 1, KV_GEMM_CUBLAS = 2 };
  * H200's); on the GPU the dispatcher asks the device. */
 #define KV_GEMM_PATH_SMS 132
 
-/* kval-wgmma takes its small-grid tile: fp32 accumulation and fewer large tiles than SMs. */
-static inline int kv_gemm_wgmma_small(long long m, long long n, kv_dtype accum, int sms) {
-  const long long tiles = ((m + KV_GEMM_WGMMA_BM - 1) / KV_GEMM_WGMMA_BM) * ((n + KV_GEMM_WGMMA_BN - 1) / KV_GEMM_WGMMA_BN);
-  return accum == KV_FP32 && tiles < sms;
+/* kval-wgmma's tile for fp16/bf16 storage: the first of large, mid, small whose tiles fill at
+ * least 90 % of one wave of SMs, else small (measured on the H200, `gemm_bench ladder`: a
+ * problem of too few large tiles leaves SMs idle; more, smaller tiles reach cuBLAS on
+ * 1024^3, 2048^3, 512x4096^2 and 128x8192^2). Sets the tile's rows and columns. */
+enum kv_gemm_wgmma_tile_id { KV_GEMM_TILE_LARGE = 0, KV_GEMM_TILE_MID = 1, KV_GEMM_TILE_SMALL = 2 };
+static inline int kv_gemm_wgmma_tile(long long m, long long n, int sms, long long *bm, long long *bn) {
+  static const long long rows[] = {KV_GEMM_WGMMA_BM, KV_GEMM_WGMMA_MID_BM, KV_GEMM_WGMMA_SMALL_BM};
+  static const long long cols[] = {KV_GEMM_WGMMA_BN, KV_GEMM_WGMMA_MID_BN, KV_GEMM_WGMMA_SMALL_BN};
+  int t = KV_GEMM_TILE_LARGE;
+  while (t < KV_GEMM_TILE_SMALL && ((m + rows[t] - 1) / rows[t]) * ((n + cols[t] - 1) / cols[t]) * 10 < 9LL * sms) ++t;
+  *bm = rows[t];
+  *bn = cols[t];
+  return t;
+}
+/* The tile's name in path tags. */
+static inline const char *kv_gemm_wgmma_tile_name(int t) {
+  return t == KV_GEMM_TILE_LARGE ? "tile128x256" : t == KV_GEMM_TILE_MID ? "tile128x128" : "tile64x128";
 }
 /* kval-wgmma stores D through TMA: rows of D a multiple of 16 bytes (and D 16-byte aligned). */
 static inline int kv_gemm_wgmma_tma_store(long long n) { return n % 8 == 0; }

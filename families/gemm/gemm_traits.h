@@ -14,15 +14,17 @@
  * CONSUMERS consumer warpgroups, persistent CTAs (one per SM; PERSISTENT 0: one CTA per
  * tile) walking the tiles in groups of GROUP_M tile-rows. Each consumer owns
  * BM / CONSUMERS = 64 rows and all BN columns of the tile (one m64nBNkKSTEP wgmma per k-step).
- * ELEM: bytes per operand element, 2 (fp16/bf16: m64n256k16) or 1 (FP8: m64n128k32); either way
+ * ELEM: bytes per operand element, 2 (fp16/bf16: m64nBNk16, BN 256, 128 or 64) or 1 (FP8:
+ * m64n128k32); either way
  * a k-block row is one 128-byte swizzle row (BK = 128 / ELEM) and a k-step 32 bytes of it.
  * EPI_TMA 1: the epilogue writes the tile into a swizzled shared-memory buffer per consumer
  * and one TMA store sends it out while the next tile's k-loop runs (when N is a multiple of 8);
  * EPI_TMA 0: bounds-checked stores straight from the registers. C and D are 16-bit whatever ELEM.
  * kv_wgmma_config<...> is the family of configurations (`gemm_bench ladder` times the steps of
- * families/gemm/bench/gemm_ladder.cu, other members); the family launches kv_wgmma_traits, and
- * for problems of less than one wave of its tiles with fp32 accumulation, kv_wgmma_small_traits;
- * FP8 storage always kv_wgmma_fp8_traits (two 64 x 128 fp32 register sets per consumer: the
+ * families/gemm/bench/gemm_ladder.cu, other members); the family launches, for fp16/bf16
+ * storage, kv_wgmma_traits (128 x 256), kv_wgmma_mid_traits (128 x 128) or kv_wgmma_small_traits
+ * (64 x 128), whichever kv_gemm_wgmma_tile (gemm_limits.h) names for the problem, and for FP8
+ * storage always kv_wgmma_fp8_traits (two 64 x 128 fp32 register sets per consumer: the
  * wgmma accumulators and the promoted sum). */
 template <int CONSUMERS_, int STAGES_, int GROUP_M_, int PERSISTENT_, int EPI_TMA_, int ELEM_ = 2, int BN_ = 256>
 struct kv_wgmma_config {
@@ -44,16 +46,20 @@ struct kv_wgmma_config {
       STAGES * (A_STAGE_BYTES + B_STAGE_BYTES) + D_BYTES + 2 * STAGES * 8 + 1024; /* + barriers, alignment */
   static_assert(BK == SWIZZLE_ELEMS, "one 128-byte swizzle row per k-block row");
   static_assert(BM / CONSUMERS == 64, "a consumer warpgroup issues m64 wgmma");
-  static_assert((ELEM == 2 && BN == 256) || (ELEM == 1 && BN == 128),
-                "the wgmma wrappers are m64n256k16 (16-bit) and m64n128k32 (FP8)");
+  static_assert((ELEM == 2 && (BN == 256 || BN == 128 || BN == 64)) || (ELEM == 1 && BN == 128),
+                "the wgmma wrappers are m64nNk16, N = 256, 128, 64 (16-bit) and m64n128k32 (FP8)");
   static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * CONSUMERS <= 65536, "register file");
   static_assert(SMEM_BYTES <= 232448, "shared memory per block of sm_90");
 };
 typedef kv_wgmma_config<2, 3, 16, 1, 1> kv_wgmma_traits;
-typedef kv_wgmma_config<1, 4, 16, 1, 1> kv_wgmma_small_traits;
+typedef kv_wgmma_config<2, 6, 16, 1, 1, 2, 128> kv_wgmma_mid_traits;
+typedef kv_wgmma_config<1, 8, 16, 1, 1, 2, 128> kv_wgmma_small_traits;
 typedef kv_wgmma_config<2, 6, 16, 1, 1, 1, 128> kv_wgmma_fp8_traits;
-static_assert(kv_wgmma_traits::BM == KV_GEMM_WGMMA_BM && kv_wgmma_small_traits::BM == KV_GEMM_WGMMA_SMALL_BM &&
-                  kv_wgmma_traits::BN == KV_GEMM_WGMMA_BN && kv_wgmma_traits::BK == KV_GEMM_WGMMA_BK,
+static_assert(kv_wgmma_traits::BM == KV_GEMM_WGMMA_BM && kv_wgmma_traits::BN == KV_GEMM_WGMMA_BN &&
+                  kv_wgmma_mid_traits::BM == KV_GEMM_WGMMA_MID_BM && kv_wgmma_mid_traits::BN == KV_GEMM_WGMMA_MID_BN &&
+                  kv_wgmma_small_traits::BM == KV_GEMM_WGMMA_SMALL_BM &&
+                  kv_wgmma_small_traits::BN == KV_GEMM_WGMMA_SMALL_BN && kv_wgmma_traits::BK == KV_GEMM_WGMMA_BK &&
+                  kv_wgmma_mid_traits::BK == KV_GEMM_WGMMA_BK && kv_wgmma_small_traits::BK == KV_GEMM_WGMMA_BK,
               "gemm_limits.h names kval-wgmma's tiles");
 static_assert(kv_wgmma_fp8_traits::BM == KV_GEMM_FP8_BM && kv_wgmma_fp8_traits::BN == KV_GEMM_FP8_BN &&
                   kv_wgmma_fp8_traits::BK == KV_GEMM_FP8_BK,

@@ -3,7 +3,7 @@
  * thread) streams A and B k-blocks with TMA into a STAGES-deep ring of 128-byte swizzled
  * shared-memory tiles, each stage guarded by a "full" mbarrier (TMA transaction bytes) and an
  * "empty" mbarrier (one arrival per consumer warp); CONSUMERS consumer warpgroups run
- * wgmma.mma_async m64n256k16 (fp16/bf16) or m64n128k32 (FP8) on their 64-row slices, keeping
+ * wgmma.mma_async m64nBNk16 (fp16/bf16) or m64n128k32 (FP8) on their 64-row slices, keeping
  * one k-block in flight, and hand D = alpha acc + beta C to a TMA store through a swizzled
  * shared-memory buffer (or store it from registers when N is not a multiple of 8). FP8 adds
  * the wgmma accumulators into fp32 registers at the promotion interval. setmaxnreg moves
@@ -60,14 +60,14 @@ template <class Tr, int AT, int BT> struct wgmma_descs {
   }
 };
 
-/* d (+)= one k-step with fp32 accumulators: m64n256k16 (16-bit T), m64n128k32 (FP8 T). */
+/* d (+)= one k-step with fp32 accumulators: m64nBNk16 (16-bit T), m64n128k32 (FP8 T). */
 template <class Tr, class T, int AT, int BT>
 __device__ __forceinline__ void wgmma_step_f32(float (&d)[Tr::BN / 2], uint64_t da, uint64_t db, int accumulate) {
   if constexpr (Tr::ELEM == 1) {
     static_assert(!AT && BT, "FP8 wgmma takes K-major A and B only (layout nt)");
     ptx::wgmma_m64n128k32_f32<T>(d, da, db, accumulate);
   } else {
-    ptx::wgmma_m64n256k16_f32<T, AT, !BT>(d, da, db, accumulate);
+    ptx::wgmma_m64nNk16_f32<T, Tr::BN, AT, !BT>(d, da, db, accumulate);
   }
 }
 
@@ -93,18 +93,19 @@ template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP32, AT
 
 template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP16, AT, BT, false> {
   typedef wgmma_descs<Tr, AT, BT> D;
-  uint32_t d[64];
+  static constexpr int N = Tr::BN / 4; /* registers: two fp16 accumulators each */
+  uint32_t d[N];
   static constexpr bool pipelined = true;
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
     ptx::wgmma_fence();
 #pragma unroll
     for (int j = 0; j < Tr::BK / Tr::KSTEP; ++j)
-      ptx::wgmma_m64n256k16_f16<AT, !BT>(d, D::a(a_base, j), D::b(b_base, j), (first && j == 0) ? 0 : 1);
+      ptx::wgmma_m64nNk16_f16<Tr::BN, AT, !BT>(d, D::a(a_base, j), D::b(b_base, j), (first && j == 0) ? 0 : 1);
     ptx::wgmma_commit_group();
   }
   __device__ __forceinline__ void settle() {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) ptx::reg_fence(d[i]);
+    for (int i = 0; i < N; ++i) ptx::reg_fence(d[i]);
   }
   __device__ __forceinline__ float2 pair(int j, int h) const {
     return make_float2(ptx::f16x2_lo(d[2 * j + h]), ptx::f16x2_hi(d[2 * j + h]));
@@ -419,17 +420,22 @@ template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_prepare_as(
 }
 
 /* The family's configuration: FP8 kv_wgmma_fp8_traits, layout nt (the only one the support
- * rule lets through); else kv_wgmma_small_traits for fp32 accumulation and less than one wave of
- * the large tiles (small or skinny problems get twice as many tiles), else kv_wgmma_traits. */
+ * rule lets through); else the tile kv_gemm_wgmma_tile names for the problem and the SM count:
+ * kv_wgmma_traits, kv_wgmma_mid_traits or kv_wgmma_small_traits. */
 template <kv_dtype STORE, kv_dtype ACC> kv_status kv_gemm_wgmma_prepare(kv_gemm_problem *pr) {
   typedef kv_gemm::storage_t<STORE> T;
   if constexpr (sizeof(T) == 1) {
     return kv_wgmma_prepare_layout<kv_wgmma_fp8_traits, T, ACC, 0, 1>(pr);
   } else {
-    if constexpr (ACC == KV_FP32)
-      if (kv_gemm_wgmma_small(pr->g.m, pr->g.n, ACC, pr->sms))
+    long long bm, bn;
+    switch (kv_gemm_wgmma_tile(pr->g.m, pr->g.n, pr->sms, &bm, &bn)) {
+      case KV_GEMM_TILE_LARGE:
+        return kv_wgmma_prepare_as<kv_wgmma_traits, T, ACC>(pr);
+      case KV_GEMM_TILE_MID:
+        return kv_wgmma_prepare_as<kv_wgmma_mid_traits, T, ACC>(pr);
+      default:
         return kv_wgmma_prepare_as<kv_wgmma_small_traits, T, ACC>(pr);
-    return kv_wgmma_prepare_as<kv_wgmma_traits, T, ACC>(pr);
+    }
   }
 }
 

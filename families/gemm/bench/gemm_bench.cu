@@ -7,10 +7,13 @@
  *         fp16:fp32, bf16:fp32, fp16:fp16 and bf16:bf16 (cuBLAS has no bf16 accumulation); FP8
  *         (nt, e4m3 beside cuBLASLt, e5m2) on 8192^3, 4096^3, 1024^3 and 16 x 8192 x 8192, never
  *         promoted and promoted every 512 products
- * ladder  the rungs of kval-wgmma's configuration ladder (gemm_ladder.h) on bf16:fp32 8192^3
- *         nn, each launched on the family's prepared problem (a launch override)
+ * ladder  the rungs of kval-wgmma's configuration ladders (gemm_ladder.h), nn, each on its
+ *         precision and shapes, launched on the family's prepared problem (a launch override):
+ *         the large-problem steps on bf16:fp32 8192^3, the small-problem tiles on problems of
+ *         less than one wave of 128x256 tiles; cuBLAS on each precision and shape
  * all     both (the default). Exit 0 when every case passed, 1 otherwise, 77 without a GPU. */
 #include <stdio.h>
+#include <string.h>
 
 #include <new>
 
@@ -52,14 +55,15 @@ kv_status bench(kv_bench *b) {
   return KV_OK;
 }
 
-/* ---- the ladder: a rung's configuration on a copy of the family's prepared problem ---- */
+/* ---- the ladders: a rung's configuration on a copy of the family's prepared problem ---- */
 
 kv_status rung_prepare(const void *problem, const void *arg, void **state, const char **why) {
   const kv_gemm_ladder_step *step = static_cast<const kv_gemm_ladder_step *>(arg);
   const kv_gemm_problem *own = static_cast<const kv_gemm_problem *>(problem);
-  if (own->variant != KV_GEMM_WGMMA || own->g.prec.storage != KV_BF16 || own->g.prec.accum != KV_FP32 ||
-      own->g.a_t || own->g.b_t) {
-    *why = "gemm ladder: the rungs take a kval-wgmma bf16:fp32 nn problem";
+  kv_precision p;
+  if (kv_precision_parse(step->precision, &p) != 0 || own->variant != KV_GEMM_WGMMA ||
+      own->g.prec.storage != p.storage || own->g.prec.accum != p.accum || own->g.a_t || own->g.b_t) {
+    *why = "gemm ladder: a rung takes a kval-wgmma nn problem of its own precision";
     return KV_ERR;
   }
   kv_gemm_problem *pr = new (std::nothrow) kv_gemm_problem(*own); /* kval-wgmma: no cuBLASLt plan to share */
@@ -82,12 +86,29 @@ kv_status rung_resources(const void *state, kv_kernel_resources *r) {
 
 void rung_release(void *state) { delete static_cast<kv_gemm_problem *>(state); }
 
+/* Every rung on each of its shapes (gemm_ladder.h: the large-problem and small-problem
+ * ladders), cuBLAS first on each precision and shape the ladder has not timed it on yet. */
 kv_status ladder(kv_bench *b) {
+  char anchored[64][48];
+  int n_anchored = 0;
   for (int i = 0; i < kv_gemm_ladder_count; ++i) {
     const kv_gemm_ladder_step &step = kv_gemm_ladder[i];
     const kv_cuda_launch_override ovr = {rung_prepare, rung_launch, rung_resources, rung_release, &step};
-    printf("ladder %s: %s\n", step.name, step.what);
-    KV_TRY(run(b, "kval-wgmma", "bf16:fp32", "nn", "8192x8192x8192", step.name, &ovr));
+    printf("ladder %s %s: %s\n", step.name, step.precision, step.what);
+    char shapes[256];
+    snprintf(shapes, sizeof shapes, "%s", step.shapes);
+    char *save = nullptr;
+    for (char *shape = strtok_r(shapes, " ", &save); shape; shape = strtok_r(nullptr, " ", &save)) {
+      char key[48];
+      snprintf(key, sizeof key, "%s %s", step.precision, shape);
+      int seen = 0;
+      for (int j = 0; j < n_anchored && !seen; ++j) seen = strcmp(anchored[j], key) == 0;
+      if (!seen && n_anchored < 64) {
+        snprintf(anchored[n_anchored++], sizeof anchored[0], "%s", key);
+        KV_TRY(run(b, "cublas", step.precision, "nn", shape, nullptr, nullptr));
+      }
+      KV_TRY(run(b, "kval-wgmma", step.precision, "nn", shape, step.name, &ovr));
+    }
   }
   return KV_OK;
 }

@@ -1,22 +1,41 @@
-/* gemm_ladder.cu - the rungs of kval-wgmma's configuration ladder (gemm_ladder.h), bf16 storage
- * with fp32 accumulation, layout nn. */
+/* gemm_ladder.cu - the rungs of kval-wgmma's configuration ladders (gemm_ladder.h), layout nn. */
 #include "families/gemm/bench/gemm_ladder.h"
 #include "families/gemm/gemm_wgmma.cuh"
 
-template <class Tr>
+template <class Tr, class T = __nv_bfloat16, kv_dtype ACC = KV_FP32>
 static kv_status rung(kv_gemm_problem *pr) {
-  return kv_wgmma_prepare_layout<Tr, __nv_bfloat16, KV_FP32, 0, 0>(pr);
+  return kv_wgmma_prepare_layout<Tr, T, ACC, 0, 0>(pr);
 }
 
+#define LARGE "8192x8192x8192"
+#define SMALL "1024x1024x1024 2048x2048x2048 16x8192x8192 128x8192x8192 512x4096x4096"
+
 const kv_gemm_ladder_step kv_gemm_ladder[] = {
-    {"c1_s4_g16_tile_reg", "1 consumer warpgroup (64x256), CTA per tile, register stores",
+    {"c1_s4_g16_tile_reg", "1 consumer warpgroup (64x256), CTA per tile, register stores", "bf16:fp32", LARGE,
      rung<kv_wgmma_config<1, 4, 16, 0, 0>>},
-    {"c2_s4_g16_tile_reg", "2 consumer warpgroups (128x256), CTA per tile, register stores",
+    {"c2_s4_g16_tile_reg", "2 consumer warpgroups (128x256), CTA per tile, register stores", "bf16:fp32", LARGE,
      rung<kv_wgmma_config<2, 4, 16, 0, 0>>},
-    {"c2_s4_g1_persist_reg", "+ persistent, row-major tile order", rung<kv_wgmma_config<2, 4, 1, 1, 0>>},
-    {"c2_s4_g16_persist_reg", "+ grouped tile order", rung<kv_wgmma_config<2, 4, 16, 1, 0>>},
-    {"c2_s3_g16_persist_tma", "+ TMA-store epilogue, 3 stages (kv_wgmma_traits, shipped)", rung<kv_wgmma_traits>},
-    {"c1_s4_g16_persist_tma", "1 consumer warpgroup, persistent, TMA store (kv_wgmma_small_traits)",
-     rung<kv_wgmma_small_traits>},
+    {"c2_s4_g1_persist_reg", "+ persistent, row-major tile order", "bf16:fp32", LARGE,
+     rung<kv_wgmma_config<2, 4, 1, 1, 0>>},
+    {"c2_s4_g16_persist_reg", "+ grouped tile order", "bf16:fp32", LARGE, rung<kv_wgmma_config<2, 4, 16, 1, 0>>},
+    {"c2_s3_g16_persist_tma", "+ TMA-store epilogue, 3 stages (kv_wgmma_traits, shipped)", "bf16:fp32", LARGE,
+     rung<kv_wgmma_traits>},
+    /* small problems: fewer 128x256 tiles than SMs */
+    {"c2_s3_g16_persist_tma", "128x256 (kv_wgmma_traits)", "bf16:fp32", SMALL, rung<kv_wgmma_traits>},
+    {"c1_s4_g16_persist_tma", "64x256 (kv_wgmma_small_traits)", "bf16:fp32", SMALL, rung<kv_wgmma_small_traits>},
+    {"c1_s6_g16_persist_tma_n128", "64x128, 6 stages", "bf16:fp32", SMALL, rung<kv_wgmma_config<1, 6, 16, 1, 1, 2, 128>>},
+    {"c1_s8_g16_persist_tma_n128", "64x128, 8 stages", "bf16:fp32", SMALL, rung<kv_wgmma_config<1, 8, 16, 1, 1, 2, 128>>},
+    {"c1_s8_g16_persist_tma_n64", "64x64, 8 stages", "bf16:fp32", SMALL, rung<kv_wgmma_config<1, 8, 16, 1, 1, 2, 64>>},
+    {"c1_s12_g16_persist_tma_n64", "64x64, 12 stages", "bf16:fp32", SMALL, rung<kv_wgmma_config<1, 12, 16, 1, 1, 2, 64>>},
+    {"c2_s4_g16_persist_tma_n128", "128x128, 4 stages", "bf16:fp32", SMALL, rung<kv_wgmma_config<2, 4, 16, 1, 1, 2, 128>>},
+    {"c2_s6_g16_persist_tma_n128", "128x128, 6 stages", "bf16:fp32", SMALL, rung<kv_wgmma_config<2, 6, 16, 1, 1, 2, 128>>},
+    {"c2_s3_g16_persist_tma", "128x256 (kv_wgmma_traits)", "fp16:fp16", SMALL, rung<kv_wgmma_traits, __half, KV_FP16>},
+    {"c1_s4_g16_persist_tma", "64x256", "fp16:fp16", SMALL, rung<kv_wgmma_small_traits, __half, KV_FP16>},
+    {"c1_s8_g16_persist_tma_n128", "64x128, 8 stages", "fp16:fp16", SMALL,
+     rung<kv_wgmma_config<1, 8, 16, 1, 1, 2, 128>, __half, KV_FP16>},
+    {"c1_s12_g16_persist_tma_n64", "64x64, 12 stages", "fp16:fp16", SMALL,
+     rung<kv_wgmma_config<1, 12, 16, 1, 1, 2, 64>, __half, KV_FP16>},
+    {"c2_s6_g16_persist_tma_n128", "128x128, 6 stages", "fp16:fp16", SMALL,
+     rung<kv_wgmma_config<2, 6, 16, 1, 1, 2, 128>, __half, KV_FP16>},
 };
 const int kv_gemm_ladder_count = sizeof kv_gemm_ladder / sizeof kv_gemm_ladder[0];

@@ -1,18 +1,22 @@
-/* gemm_ladder.h - the configuration ladder of kval-wgmma, the Hopper GEMM (the steps of
- * REFERENCES.md's Hopper ladder): members of kv_wgmma_config (gemm_traits.h) one step short of
- * the shipped kv_wgmma_traits, and the shipped and small-problem configurations themselves,
- * that gemm_bench.cu times on the family's prepared bf16:fp32 nn problem. Instantiated in
- * gemm_ladder.cu; not part of kval. */
+/* gemm_ladder.h - the configuration ladders of kval-wgmma, the Hopper GEMM: members of
+ * kv_wgmma_config (gemm_traits.h) that gemm_bench.cu times on the family's prepared nn problem.
+ * The large-problem ladder (the steps of REFERENCES.md's Hopper ladder up to the shipped
+ * kv_wgmma_traits) on bf16:fp32 8192^3; the small-problem ladder (tiles 64 and 128 rows by 256,
+ * 128 and 64 columns, pipeline depths) on problems of less than one wave of the large tile, in
+ * fp32 and fp16 accumulation. Instantiated in gemm_ladder.cu; not part of kval. */
 #ifndef KVAL_GEMM_LADDER_H
 #define KVAL_GEMM_LADDER_H
 
 #include "families/gemm/gemm_api.h"
 
 struct kv_gemm_ladder_step {
-  const char *name; /* c<consumers>_s<stages>_g<group_m>_<persist|tile>_<tma|reg> */
+  const char *name; /* c<consumers>_s<stages>_g<group_m>_<persist|tile>_<tma|reg>[_n<BN>] */
   const char *what;
-  /* The step's instantiation for a prepared kval-wgmma bf16:fp32 nn problem: TMA descriptors,
-   * grid and shared-memory limit of the configuration; sets pr->launch and pr->resources. */
+  const char *precision; /* the problem's storage:accumulator, e.g. bf16:fp32 */
+  const char *shapes;    /* MxNxK of the problems it runs on, space-separated */
+  /* The step's instantiation for a prepared kval-wgmma nn problem of that precision: TMA
+   * descriptors, grid and shared-memory limit of the configuration; sets pr->launch and
+   * pr->resources. */
   kv_status (*prepare)(kv_gemm_problem *pr);
 };
 
