@@ -178,7 +178,7 @@ static const kv_coord_desc gemm_coords[] = {
 
 /* The kernel path from the rules the dispatcher calls (gemm_limits.h): the instantiation, the
  * wgmma tile (large, mid or small by the tiles a wave of SMs takes; FP8 has one tile) and
- * epilogue (TMA store or direct), the mma load path, partial tiles in M, N and K of the tile the kernel runs, FP8
+ * epilogue (K split, TMA store or direct), the mma load path, partial tiles in M, N and K of the tile the kernel runs, FP8
  * promotion or fast accumulation and scales != 1, alpha != 1, beta != 0, the input
  * distribution. */
 static void gemm_path(const kv_case *c, char *b, size_t n) {
@@ -195,8 +195,10 @@ static void gemm_path(const kv_case *c, char *b, size_t n) {
     kv_tag(b, n, "gemm:%s:fp8:%s", v, kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
     bm = KV_GEMM_FP8_BM, bn = KV_GEMM_FP8_BN, bk = KV_GEMM_FP8_BK;
   } else if (var == KV_GEMM_WGMMA) {
+    long long kb_per;
+    const int split = kv_gemm_wgmma_splits(m, nn, k, c->prec, KV_GEMM_PATH_SMS, &kb_per) > 1;
     kv_tag(b, n, "gemm:%s:%s", v, kv_gemm_wgmma_tile_name(kv_gemm_wgmma_tile(m, nn, KV_GEMM_PATH_SMS, &bm, &bn)));
-    kv_tag(b, n, "gemm:%s:%s", v, kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
+    kv_tag(b, n, "gemm:%s:%s", v, split ? "split-k" : kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
     bk = KV_GEMM_WGMMA_BK;
   } else if (var == KV_GEMM_MMA) {
     kv_tag(b, n, "gemm:%s:%s", v, kv_gemm_mma_vector_loads(m, nn, k, a_t, b_t) ? "vector-loads" : "scalar-loads");
@@ -217,7 +219,7 @@ static void gemm_path(const kv_case *c, char *b, size_t n) {
 
 /* Every instantiation kv_gemm_unsupported allows, then each variant's branches. */
 static int gemm_path_tag(int i, char *b, size_t n) {
-  static const char *const wgmma[] = {"tma-store", "direct-store", "m-tail", "n-tail", "k-tail", NULL};
+  static const char *const wgmma[] = {"split-k", "tma-store", "direct-store", "m-tail", "n-tail", "k-tail", NULL};
   static const char *const mma[] = {"vector-loads", "scalar-loads", "m-tail", "n-tail", "k-tail", NULL};
   static const char *const none[] = {NULL};
   static const char *const fp8[] = {"promoted", "fast-accum", "scaled", NULL};

@@ -37,8 +37,9 @@ struct kv_gemm_lt_plan; /* cuBLASLt descriptors and algorithm of one problem (ge
 
 /* A problem prepared once for one variant (kv_gemm_prepare) and launched many times
  * (kv_gemm_launch): the arguments, the chosen kernel's launch and resource query, and what
- * the launch needs: kval-wgmma's TMA descriptors and grid, kval-mma's grid and load path,
- * the cublas variant's plan. kv_gemm_release frees it (the cuBLASLt plan). */
+ * the launch needs: kval-wgmma's TMA descriptors, grid and split-K workspace, kval-mma's grid
+ * and load path, the cublas variant's plan. kv_gemm_release frees what it holds (the
+ * workspace, the cuBLASLt plan). */
 struct kv_gemm_problem {
   kv_gemm_args g;
   int variant; /* kv_gemm_variant (gemm_limits.h) */
@@ -48,6 +49,8 @@ struct kv_gemm_problem {
   int sms;                         /* kval-wgmma: the device's multiprocessors (the persistent grid) */
   CUtensorMap map_a, map_b, map_d; /* kval-wgmma: A, B, and D when tma_store */
   int tma_store;                   /* kval-wgmma: D stored by TMA (N a multiple of 8, D 16-byte aligned) */
+  int splits, kb_per;              /* kval-wgmma: splits of K (1: none) and the k-blocks of each */
+  float *partials;                 /* kval-wgmma, splits > 1: the splits' fp32 sums, splits x M x N */
   int vec;                         /* kval-mma: 16-byte cp.async loads (row strides multiples of 8, aligned) */
   kv_gemm_lt_plan *lt;             /* cublas */
 };

@@ -64,4 +64,6 @@ kv_status kv_gemm_resources(const kv_gemm_problem *pr, kv_kernel_resources *r) {
 void kv_gemm_release(kv_gemm_problem *pr) {
   if (pr->lt) kv_gemm_cublas_release(pr->lt);
   pr->lt = nullptr;
+  if (pr->partials) (void)CHECK_CUDA(cudaFree(pr->partials));
+  pr->partials = nullptr;
 }

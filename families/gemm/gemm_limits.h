@@ -30,8 +30,8 @@ enum kv_gemm_variant { KV_GEMM_WGMMA = 0, KV_GEMM_MMA = 1, KV_GEMM_CUBLAS = 2 };
 
 /* kval-wgmma's tile for fp16/bf16 storage: the first of large, mid, small whose tiles fill at
  * least 90 % of one wave of SMs, else small (measured on the H200, `gemm_bench ladder`: a
- * problem of too few large tiles leaves SMs idle; more, smaller tiles reach cuBLAS on
- * 1024^3, 2048^3, 512x4096^2 and 128x8192^2). Sets the tile's rows and columns. */
+ * problem of too few large tiles leaves SMs idle; more, smaller tiles come within 2-4 % of
+ * cuBLAS on 1024^3, 512x4096^2 and 128x8192^2). Sets the tile's rows and columns. */
 enum kv_gemm_wgmma_tile_id { KV_GEMM_TILE_LARGE = 0, KV_GEMM_TILE_MID = 1, KV_GEMM_TILE_SMALL = 2 };
 static inline int kv_gemm_wgmma_tile(long long m, long long n, int sms, long long *bm, long long *bn) {
   static const long long rows[] = {KV_GEMM_WGMMA_BM, KV_GEMM_WGMMA_MID_BM, KV_GEMM_WGMMA_SMALL_BM};
@@ -46,6 +46,32 @@ static inline int kv_gemm_wgmma_tile(long long m, long long n, int sms, long lon
 static inline const char *kv_gemm_wgmma_tile_name(int t) {
   return t == KV_GEMM_TILE_LARGE ? "tile128x256" : t == KV_GEMM_TILE_MID ? "tile128x128" : "tile64x128";
 }
+/* kval-wgmma splits K when even its small tile leaves SMs idle (fewer tiles than 90 % of a
+ * wave; fp32 accumulation, fp16/bf16 storage): as many splits as fill a wave, each of at least
+ * KV_GEMM_SPLIT_MIN_KBLOCKS k-blocks, at most KV_GEMM_SPLIT_MAX. Each split accumulates its run
+ * of k-blocks in fp32 and writes the sum to a workspace; a second kernel adds the splits in
+ * index order (deterministic: no atomics) and applies the epilogue. Returns the splits (1: no
+ * split) and sets *kb_per, the k-blocks of each split but the last (the last takes the rest). */
+#define KV_GEMM_SPLIT_MIN_KBLOCKS 4
+#define KV_GEMM_SPLIT_MAX 16
+static inline int kv_gemm_wgmma_splits(long long m, long long n, long long k, kv_precision p, int sms,
+                                       long long *kb_per) {
+  long long bm, bn;
+  const long long kblocks = (k + KV_GEMM_WGMMA_BK - 1) / KV_GEMM_WGMMA_BK;
+  *kb_per = kblocks;
+  if (p.accum != KV_FP32 || p.storage == KV_E4M3 || p.storage == KV_E5M2 ||
+      kv_gemm_wgmma_tile(m, n, sms, &bm, &bn) != KV_GEMM_TILE_SMALL)
+    return 1;
+  const long long tiles = ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
+  if (tiles * 10 >= 9LL * sms) return 1;
+  long long s = sms / tiles;
+  if (s > kblocks / KV_GEMM_SPLIT_MIN_KBLOCKS) s = kblocks / KV_GEMM_SPLIT_MIN_KBLOCKS;
+  if (s > KV_GEMM_SPLIT_MAX) s = KV_GEMM_SPLIT_MAX;
+  if (s < 2) return 1;
+  *kb_per = (kblocks + s - 1) / s;
+  return (int)((kblocks + *kb_per - 1) / *kb_per);
+}
+
 /* kval-wgmma stores D through TMA: rows of D a multiple of 16 bytes (and D 16-byte aligned). */
 static inline int kv_gemm_wgmma_tma_store(long long n) { return n % 8 == 0; }
 /* kval-mma loads 16-byte vectors: both stored row lengths multiples of 8 (and aligned bases). */

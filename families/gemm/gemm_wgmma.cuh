@@ -217,13 +217,55 @@ __device__ __forceinline__ void wgmma_epilogue(const Acc &acc, const kv_gemm_epi
   }
 }
 
+/* Split K: consumer c's 64 rows of tile (tm, tn) as fp32 sums of its split into `part` (row-major
+ * m x n, the split's slice of the workspace), bounds-checked; kv_gemm_split_reduce_kernel adds
+ * the splits. */
+template <class Tr, class Acc>
+__device__ __forceinline__ void wgmma_store_partial(const Acc &acc, float *part, int m, int n, int c, int tm, int tn) {
+  const int lt = threadIdx.x % 128, warp = lt / 32, lane = lt % 32;
+  const int row = tm * Tr::BM + c * 64 + warp * 16 + lane / 4, col = tn * Tr::BN + 2 * (lane % 4);
+#pragma unroll
+  for (int j = 0; j < Tr::BN / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row + 8 * h, cc = col + 8 * j;
+      if (r >= m || cc >= n) continue;
+      const float2 v = acc.pair(j, h);
+      float *p = part + (size_t)r * (size_t)n + (size_t)cc;
+      if (n % 2 == 0) {
+        *reinterpret_cast<float2 *>(p) = v;
+      } else {
+        p[0] = v.x;
+        if (cc + 1 < n) p[1] = v.y;
+      }
+    }
+}
+
 }  // namespace kv_gemm
+
+/* Split K, second kernel: every output pair (row, col), (row, col + 1) of D adds its splits'
+ * fp32 sums in split order from +0 and goes through the epilogue (alpha, beta C, rounding to
+ * the output type O). */
+template <class O>
+__global__ void kv_gemm_split_reduce_kernel(const float *__restrict__ part, const int splits, const kv_gemm_epi epi) {
+  const long long half = (epi.n + 1) / 2, i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= (long long)epi.m * half) return;
+  const int row = (int)(i / half), col = 2 * (int)(i % half);
+  const size_t mn = (size_t)epi.m * (size_t)epi.n, at = (size_t)row * (size_t)epi.n + (size_t)col;
+  float v0 = 0.0f, v1 = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    v0 = __fadd_rn(v0, part[s * mn + at]);
+    if (col + 1 < epi.n) v1 = __fadd_rn(v1, part[s * mn + at + 1]);
+  }
+  kv_gemm::store_pair<O>(epi, row, col, v0, v1);
+}
 
 template <class Tr, class T, kv_dtype ACC, int AT, int BT>
 __global__ void __launch_bounds__(Tr::THREADS, 1)
     kv_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                          const __grid_constant__ CUtensorMap map_d, const kv_gemm_epi epi, const int k,
-                         const int tma_store, const int promote_kblocks) {
+                         const int tma_store, const int promote_kblocks, float *const partials, const int splits,
+                         const int kb_per) {
 #if KV_SM90A
   extern __shared__ unsigned char kv_wgmma_smem[];
   unsigned char *smem = reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(kv_wgmma_smem) + 1023) &
@@ -236,6 +278,7 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
 
   const int tiles_m = (epi.m + Tr::BM - 1) / Tr::BM, tiles_n = (epi.n + Tr::BN - 1) / Tr::BN;
   const int n_tiles = tiles_m * tiles_n, kblocks = (k + Tr::BK - 1) / Tr::BK;
+  const int n_items = n_tiles * splits; /* (tile, split) pairs, split-major */
   if (threadIdx.x == 0) {
     for (int s = 0; s < Tr::STAGES; ++s) {
       kv::ptx::mbarrier_init(&full[s], 1);
@@ -251,10 +294,11 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
   if (wg == 0) {
     kv::ptx::setmaxnreg_dec<Tr::PRODUCER_REGS>();
     if (threadIdx.x == 0) {
-      for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+      for (int t = blockIdx.x; t < n_items; t += gridDim.x) {
         int tm, tn;
-        kv_gemm::grouped_tile<Tr::GROUP_M>(t, tiles_m, tiles_n, tm, tn);
-        for (int kb = 0; kb < kblocks; ++kb) {
+        kv_gemm::grouped_tile<Tr::GROUP_M>(t % n_tiles, tiles_m, tiles_n, tm, tn);
+        const int kb0 = (t / n_tiles) * kb_per, kb1 = min(kb0 + kb_per, kblocks);
+        for (int kb = kb0; kb < kb1; ++kb) {
           kv::ptx::mbarrier_wait_parity(&empty[s], phase ^ 1);
           kv::ptx::mbarrier_arrive_expect_tx(&full[s], Tr::A_STAGE_BYTES + Tr::B_STAGE_BYTES);
           T *a = sa + s * (Tr::BM * Tr::BK), *b = sb + s * (Tr::BN * Tr::BK);
@@ -285,17 +329,18 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
     const uint32_t a_off = AT ? c * Tr::SWIZZLE_ELEMS * Tr::BK * Tr::ELEM : c * 64 * 128;
     kv_gemm::wgmma_acc<Tr, T, ACC, AT, BT> acc;
     if constexpr (sizeof(T) == 1) acc.per = promote_kblocks;
-    for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+    for (int t = blockIdx.x; t < n_items; t += gridDim.x) {
       int tm, tn;
-      kv_gemm::grouped_tile<Tr::GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+      kv_gemm::grouped_tile<Tr::GROUP_M>(t % n_tiles, tiles_m, tiles_n, tm, tn);
+      const int split = t / n_tiles, kb0 = split * kb_per, kb1 = min(kb0 + kb_per, kblocks);
       int prev = 0;
-      for (int kb = 0; kb < kblocks; ++kb) {
+      for (int kb = kb0; kb < kb1; ++kb) {
         kv::ptx::mbarrier_wait_parity(&full[s], phase);
         acc.kblock(kv::ptx::smem_addr(sa + s * (Tr::BM * Tr::BK)) + a_off,
-                   kv::ptx::smem_addr(sb + s * (Tr::BN * Tr::BK)), kb == 0);
+                   kv::ptx::smem_addr(sb + s * (Tr::BN * Tr::BK)), kb == kb0);
         if (acc.pipelined) {
           /* keep this k-block in flight; the previous one is done: free its stage */
-          if (kb > 0) {
+          if (kb > kb0) {
             kv::ptx::wgmma_wait_group<1>();
             if (lane == 0) kv::ptx::mbarrier_arrive(&empty[prev]);
           }
@@ -310,7 +355,10 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
         if (lane == 0) kv::ptx::mbarrier_arrive(&empty[prev]);
       }
       acc.settle();
-      kv_gemm::wgmma_epilogue<Tr, T>(acc, epi, &map_d, tma_store, dsmem + c * (Tr::D_BYTES / Tr::CONSUMERS), c, tm, tn);
+      if (splits > 1)
+        kv_gemm::wgmma_store_partial<Tr>(acc, partials + (size_t)split * epi.m * epi.n, epi.m, epi.n, c, tm, tn);
+      else
+        kv_gemm::wgmma_epilogue<Tr, T>(acc, epi, &map_d, tma_store, dsmem + c * (Tr::D_BYTES / Tr::CONSUMERS), c, tm, tn);
     }
     if (Tr::EPI_TMA && tma_store && threadIdx.x % 128 == 0) kv::ptx::bulk_wait_group<0>(); /* stores done before exit */
   }
@@ -320,7 +368,7 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
 /* ---- host side ---- */
 
 typedef void (*kv_wgmma_kernel_fn)(const CUtensorMap, const CUtensorMap, const CUtensorMap, const kv_gemm_epi,
-                                   const int, const int, const int);
+                                   const int, const int, const int, float *, const int, const int);
 
 /* cuTensorMapEncodeTiled (kv::tma_encode_fn, families/device/sm90.cuh), its absence reported. */
 static inline kv_status kv_wgmma_encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn) {
@@ -362,8 +410,14 @@ static kv_status kv_wgmma_launch(const kv_gemm_problem *pr, cudaStream_t st) {
   const kv_gemm_args &g = pr->g;
   const kv_gemm_epi epi = {g.d, g.c, g.m, g.n, kv_gemm_epilogue_alpha(g.alpha, g.scale_a, g.scale_b), (float)g.beta};
   kv_gemm_wgmma_kernel<Tr, T, ACC, AT, BT><<<pr->grid, Tr::THREADS, Tr::SMEM_BYTES, st>>>(
-      pr->map_a, pr->map_b, pr->map_d, epi, g.k, pr->tma_store, g.promote / Tr::BK);
-  return CHECK_LAUNCH("kv_gemm_wgmma_kernel");
+      pr->map_a, pr->map_b, pr->map_d, epi, g.k, pr->tma_store, g.promote / Tr::BK, pr->partials, pr->splits,
+      pr->kb_per);
+  KV_TRY(CHECK_LAUNCH("kv_gemm_wgmma_kernel"));
+  if (pr->splits == 1) return KV_OK;
+  const long long pairs = (long long)g.m * ((g.n + 1) / 2);
+  kv_gemm_split_reduce_kernel<kv_gemm::output_t<T>><<<(unsigned)((pairs + 255) / 256), 256, 0, st>>>(
+      pr->partials, pr->splits, epi);
+  return CHECK_LAUNCH("kv_gemm_split_reduce_kernel");
 }
 
 template <class Tr, class T, kv_dtype ACC, int AT, int BT>
@@ -379,8 +433,10 @@ static kv_status kv_wgmma_resources_of(const kv_gemm_problem *, kv_kernel_resour
 }
 
 /* Configuration Tr and layout (AT, BT) for the problem: the TMA descriptors of A, B and, when
- * D can be stored by TMA (its rows 16-byte strides from a 16-byte aligned base), of D; the
- * grid (one CTA per SM, persistent, or one per tile); the shared-memory limit. */
+ * D can be stored by TMA (its rows 16-byte strides from a 16-byte aligned base; not when K is
+ * split), of D; the grid (one CTA per SM, persistent, or one per tile and split); the
+ * shared-memory limit. pr->splits > 1 (the family's choice, with kb_per and the workspace)
+ * is kept; otherwise one split of every k-block. */
 template <class Tr, class T, kv_dtype ACC, int AT, int BT> static kv_status kv_wgmma_prepare_layout(kv_gemm_problem *pr) {
   const kv_gemm_args &g = pr->g;
   if (AT)
@@ -391,12 +447,17 @@ template <class Tr, class T, kv_dtype ACC, int AT, int BT> static kv_status kv_w
     KV_TRY(kv_wgmma_map<T>(&pr->map_b, g.b, g.k, g.n, Tr::BK, Tr::BN));
   else
     KV_TRY(kv_wgmma_map<T>(&pr->map_b, g.b, g.n, g.k, Tr::SWIZZLE_ELEMS, Tr::BK));
-  pr->tma_store = Tr::EPI_TMA && kv_gemm_wgmma_tma_store(g.n) && reinterpret_cast<uintptr_t>(g.d) % 16 == 0;
+  if (pr->splits <= 1) {
+    pr->splits = 1;
+    pr->kb_per = (g.k + Tr::BK - 1) / Tr::BK;
+  }
+  pr->tma_store = pr->splits == 1 && Tr::EPI_TMA && kv_gemm_wgmma_tma_store(g.n) &&
+                  reinterpret_cast<uintptr_t>(g.d) % 16 == 0;
   if (pr->tma_store)
     KV_TRY(kv_wgmma_map<kv_gemm::output_t<T>>(&pr->map_d, g.d, g.n, g.m, Tr::D_COLS, 64));
   else
     memset(&pr->map_d, 0, sizeof pr->map_d);
-  const long long tiles = (long long)((g.m + Tr::BM - 1) / Tr::BM) * ((g.n + Tr::BN - 1) / Tr::BN);
+  const long long tiles = (long long)((g.m + Tr::BM - 1) / Tr::BM) * ((g.n + Tr::BN - 1) / Tr::BN) * pr->splits;
   if (tiles > 0x7fffffffLL) {
     kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma: %dx%d needs %lld tiles, above the grid limit", g.m, g.n, tiles);
     return KV_ERR;
@@ -421,13 +482,18 @@ template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_prepare_as(
 
 /* The family's configuration: FP8 kv_wgmma_fp8_traits, layout nt (the only one the support
  * rule lets through); else the tile kv_gemm_wgmma_tile names for the problem and the SM count:
- * kv_wgmma_traits, kv_wgmma_mid_traits or kv_wgmma_small_traits. */
+ * kv_wgmma_traits, kv_wgmma_mid_traits or kv_wgmma_small_traits, and the splits of K that
+ * kv_gemm_wgmma_splits names, with their fp32 workspace (freed by kv_gemm_release). */
 template <kv_dtype STORE, kv_dtype ACC> kv_status kv_gemm_wgmma_prepare(kv_gemm_problem *pr) {
   typedef kv_gemm::storage_t<STORE> T;
   if constexpr (sizeof(T) == 1) {
     return kv_wgmma_prepare_layout<kv_wgmma_fp8_traits, T, ACC, 0, 1>(pr);
   } else {
-    long long bm, bn;
+    long long bm, bn, kb_per;
+    pr->splits = kv_gemm_wgmma_splits(pr->g.m, pr->g.n, pr->g.k, pr->g.prec, pr->sms, &kb_per);
+    pr->kb_per = (int)kb_per;
+    if (pr->splits > 1)
+      KV_TRY(CHECK_CUDA(cudaMalloc(&pr->partials, sizeof(float) * pr->splits * (size_t)pr->g.m * (size_t)pr->g.n)));
     switch (kv_gemm_wgmma_tile(pr->g.m, pr->g.n, pr->sms, &bm, &bn)) {
       case KV_GEMM_TILE_LARGE:
         return kv_wgmma_prepare_as<kv_wgmma_traits, T, ACC>(pr);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "families/gemm/gemm.h"
+#include "families/gemm/gemm_limits.h"
 #include "families/testkit/family_checks.h"
 #include "tests/unit/test_util.h"
 
@@ -414,6 +415,48 @@ static void test_reference_dd(const char *prec) {
   fcase_free(&c);
 }
 
+/* kval-wgmma's tile and split-K rules (gemm_limits.h) on the shapes the H200 ladder measured,
+ * and over many shapes: every split non-empty, at least the minimum of k-blocks but the last,
+ * splits only below a wave of small tiles with fp32 accumulation of 16-bit storage. */
+static void test_wgmma_tiles_and_splits(void) {
+  static const struct {
+    long long m, n, k;
+    int tile, splits, kb_per;
+  } want[] = {{4096, 4096, 4096, KV_GEMM_TILE_LARGE, 1, 64},  {2048, 2048, 2048, KV_GEMM_TILE_LARGE, 1, 32},
+              {512, 4096, 4096, KV_GEMM_TILE_MID, 1, 64},     {1024, 1024, 1024, KV_GEMM_TILE_SMALL, 1, 16},
+              {128, 8192, 8192, KV_GEMM_TILE_SMALL, 1, 128},  {16, 8192, 8192, KV_GEMM_TILE_SMALL, 2, 64},
+              {40, 1032, 1048, KV_GEMM_TILE_SMALL, 4, 5},     {256, 256, 256, KV_GEMM_TILE_SMALL, 1, 4},
+              {2056, 2056, 520, KV_GEMM_TILE_LARGE, 1, 9},    {136, 7560, 200, KV_GEMM_TILE_MID, 1, 4}};
+  kv_precision f32 = {KV_FP16, KV_FP32}, f16 = {KV_FP16, KV_FP16}, e4 = {KV_E4M3, KV_FP32};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    long long bm, bn, kb;
+    const int t = kv_gemm_wgmma_tile(want[i].m, want[i].n, KV_GEMM_PATH_SMS, &bm, &bn);
+    const int s = kv_gemm_wgmma_splits(want[i].m, want[i].n, want[i].k, f32, KV_GEMM_PATH_SMS, &kb);
+    EXPECT(t == want[i].tile && s == want[i].splits && kb == want[i].kb_per,
+           "%lldx%lldx%lld: tile %d splits %d of %lld k-blocks, want %d, %d of %d", want[i].m, want[i].n, want[i].k, t,
+           s, kb, want[i].tile, want[i].splits, want[i].kb_per);
+    EXPECT(kv_gemm_wgmma_splits(want[i].m, want[i].n, want[i].k, f16, KV_GEMM_PATH_SMS, &kb) == 1 &&
+               kv_gemm_wgmma_splits(want[i].m, want[i].n, want[i].k, e4, KV_GEMM_PATH_SMS, &kb) == 1,
+           "%lldx%lldx%lld: fp16 accumulation and FP8 storage never split K", want[i].m, want[i].n, want[i].k);
+  }
+  int bad = 0, split = 0;
+  for (long long m = 1; m <= 300; m += 13)
+    for (long long n = 8; n <= 20000; n = n * 3 / 2 + 8)
+      for (long long k = 8; k <= 40000; k = k * 2 + 24) {
+        long long kb, bm, bn;
+        const long long kblocks = (k + KV_GEMM_WGMMA_BK - 1) / KV_GEMM_WGMMA_BK;
+        const int s = kv_gemm_wgmma_splits(m, n, k, f32, KV_GEMM_PATH_SMS, &kb);
+        const int t = kv_gemm_wgmma_tile(m, n, KV_GEMM_PATH_SMS, &bm, &bn);
+        const long long items = ((m + bm - 1) / bm) * ((n + bn - 1) / bn) * s;
+        split += s > 1;
+        if (s < 1 || s > KV_GEMM_SPLIT_MAX || (long long)(s - 1) * kb >= kblocks || (long long)s * kb < kblocks ||
+            (s > 1 && (kb < KV_GEMM_SPLIT_MIN_KBLOCKS || t != KV_GEMM_TILE_SMALL || items > KV_GEMM_PATH_SMS)) ||
+            (s == 1 && kb != kblocks))
+          bad++;
+      }
+  EXPECT(bad == 0 && split > 0, "split rule: %d shapes break it (%d split)", bad, split);
+}
+
 int main(void) {
   TEST("identity and permutation matrices, every precision and layout: exact");
   for (int p = 0; p < 4; p++)
@@ -448,6 +491,8 @@ int main(void) {
   test_fp8_vs_reference();
   TEST("FP8: support rules, byte counts, kval-wgmma's FP8 exact to the emulation");
   test_invalid_fp8();
+  TEST("kval-wgmma's tile and split-K rules");
+  test_wgmma_tiles_and_splits();
   TEST("fp64 reference vs double-double on cancelling dot products");
   test_reference_dd("fp16:fp32");
   test_reference_dd("bf16:fp32");

@@ -68,6 +68,8 @@ kv_status rung_prepare(const void *problem, const void *arg, void **state, const
   }
   kv_gemm_problem *pr = new (std::nothrow) kv_gemm_problem(*own); /* kval-wgmma: no cuBLASLt plan to share */
   KV_TRY(CHECK_ALLOC(pr));
+  pr->splits = 1; /* a rung runs its configuration on the whole K (the own problem keeps its workspace) */
+  pr->partials = nullptr;
   if (step->prepare(pr) != KV_OK) {
     delete pr;
     return KV_ERR;
