@@ -52,17 +52,12 @@ record() { # RC NAME: 125 is a step the deadline left out, 77 one without a GPU 
 }
 
 step "build in $B"
-{
-  [ -x "$ROOT/configure" ] || (cd "$ROOT" && ./bootstrap)
-  # shellcheck disable=SC2086
-  [ -f "$B/Makefile" ] || (cd "$B" && "$ROOT/configure" ${CONFIGURE_ARGS:-})
-  targets=""
-  for f in $families; do targets="$targets families/$f/bench/${f}_bench"; done
-  # the generated header first: make builds BUILT_SOURCES only for `make all` and `make check`
-  make -C "$B" src/kval_git.h
-  # shellcheck disable=SC2086
-  make -C "$B" -j"$(nproc)" $targets
-} > "$OUT/build.log" 2>&1 || { tail -n 40 "$OUT/build.log"; echo "device_run: build failed (see $OUT/build.log)"; exit 1; }
+. "$ROOT/bench/build_drivers.sh"
+targets=""
+for f in $families; do targets="$targets families/$f/bench/${f}_bench"; done
+# shellcheck disable=SC2086
+kv_build_drivers "$ROOT" "$B" $targets > "$OUT/build.log" 2>&1 ||
+  { tail -n 40 "$OUT/build.log"; echo "device_run: build failed (see $OUT/build.log)"; exit 1; }
 grep -A8 'configured:' "$OUT/build.log" | head -n 9
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv \
   > "$OUT/gpu.csv" 2>&1

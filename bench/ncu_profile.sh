@@ -11,7 +11,7 @@
 # MAX_LAUNCHES (default 12) bounds the profiled launches. Environment: OUT (default
 # /tmp/kval-ncu): the report ncu.ncu-rep, ncu.csv (its raw page, one row a launch) and
 # ncu.log; KVAL_BUILD (default /tmp/kval-bench-build): the build tree, configured and built
-# there when the driver is missing. ncu leaves the clocks alone (--clock-control none). Exit: the driver's or ncu's.
+# there when the driver is missing (bench/build_drivers.sh, CONFIGURE_ARGS as device_run.sh). ncu leaves the clocks alone (--clock-control none). Exit: the driver's or ncu's.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 3 ] || { echo "usage: $0 FAMILY COMMAND REGEX [MAX_LAUNCHES]" >&2; exit 2; }
@@ -21,11 +21,9 @@ B=${KVAL_BUILD:-/tmp/kval-bench-build}
 mkdir -p "$OUT" "$B"
 driver="$B/families/$family/bench/${family}_bench"
 if [ ! -x "$driver" ]; then
-  {
-    [ -x "$ROOT/configure" ] || (cd "$ROOT" && ./bootstrap)
-    [ -f "$B/Makefile" ] || (cd "$B" && "$ROOT/configure")
-    make -C "$B" src/kval_git.h && make -C "$B" -j"$(nproc)" "families/$family/bench/${family}_bench"
-  } > "$OUT/build.log" 2>&1 || { tail -n 30 "$OUT/build.log"; echo "ncu_profile: build failed" >&2; exit 1; }
+  . "$ROOT/bench/build_drivers.sh"
+  kv_build_drivers "$ROOT" "$B" "families/$family/bench/${family}_bench" > "$OUT/build.log" 2>&1 ||
+    { tail -n 30 "$OUT/build.log"; echo "ncu_profile: build failed" >&2; exit 1; }
 fi
 NCU=$(command -v ncu)
 for n in /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu; do [ -n "$NCU" ] || { [ -x "$n" ] && NCU=$n; }; done
