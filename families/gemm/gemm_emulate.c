@@ -3,7 +3,9 @@
  *  - products of fp16/bf16 inputs are exact in fp32;
  *  - each output accumulates k = 0, 1, ..., K-1 in order with fp32 adds; for fp16/bf16
  *    accumulation the accumulator is rounded to that type (round-to-nearest-even) after every
- *    k-step of KV_KSTEP = 16 products and after the last, partial, step;
+ *    k-step of KV_KSTEP = 16 products and after the last, partial, step (kval-wgmma's split K,
+ *    fp32 accumulation only, adds its splits' sums in split order: fp32 accumulation has no
+ *    bit-exact model on the GPU, docs/NUMERICS.md, and the emulation keeps the unsplit order);
  *  - FP8 storage (e4m3, e5m2; kval-wgmma's model): every k-step of KV_FP8_KSTEP = 32 products
  *    (and the last, partial, one) is one fused sum of the accumulator and the products aligned
  *    on their largest exponent and truncated to KV_FP8_ACC_BITS bits (numerics/accum.h); with
