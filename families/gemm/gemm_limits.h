@@ -46,9 +46,9 @@ static inline int kv_gemm_wgmma_tile(long long m, long long n, int sms, long lon
 static inline const char *kv_gemm_wgmma_tile_name(int t) {
   return t == KV_GEMM_TILE_LARGE ? "tile128x256" : t == KV_GEMM_TILE_MID ? "tile128x128" : "tile64x128";
 }
-/* kval-wgmma splits K when even its small tile leaves SMs idle (fewer tiles than 90 % of a
- * wave; fp32 accumulation, fp16/bf16 storage): as many splits as fill a wave, each of at least
- * KV_GEMM_SPLIT_MIN_KBLOCKS k-blocks, at most KV_GEMM_SPLIT_MAX. Each split accumulates its run
+/* kval-wgmma splits K when even its small tile leaves half the SMs idle or more (fp32
+ * accumulation, fp16/bf16 storage): as many splits as whole copies of the tiles fit a wave,
+ * each of at least KV_GEMM_SPLIT_MIN_KBLOCKS k-blocks, at most KV_GEMM_SPLIT_MAX. Each split accumulates its run
  * of k-blocks in fp32 and writes the sum to a workspace; a second kernel adds the splits in
  * index order (deterministic: no atomics) and applies the epilogue. Returns the splits (1: no
  * split) and sets *kb_per, the k-blocks of each split but the last (the last takes the rest). */
@@ -62,9 +62,7 @@ static inline int kv_gemm_wgmma_splits(long long m, long long n, long long k, kv
   if (p.accum != KV_FP32 || p.storage == KV_E4M3 || p.storage == KV_E5M2 ||
       kv_gemm_wgmma_tile(m, n, sms, &bm, &bn) != KV_GEMM_TILE_SMALL)
     return 1;
-  const long long tiles = ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
-  if (tiles * 10 >= 9LL * sms) return 1;
-  long long s = sms / tiles;
+  long long s = sms / (((m + bm - 1) / bm) * ((n + bn - 1) / bn));
   if (s > kblocks / KV_GEMM_SPLIT_MIN_KBLOCKS) s = kblocks / KV_GEMM_SPLIT_MIN_KBLOCKS;
   if (s > KV_GEMM_SPLIT_MAX) s = KV_GEMM_SPLIT_MAX;
   if (s < 2) return 1;

@@ -416,8 +416,9 @@ static void test_reference_dd(const char *prec) {
 }
 
 /* kval-wgmma's tile and split-K rules (gemm_limits.h) on the shapes the H200 ladder measured,
- * and over many shapes: every split non-empty, at least the minimum of k-blocks but the last,
- * splits only below a wave of small tiles with fp32 accumulation of 16-bit storage. */
+ * and at the rules' boundaries, and over many shapes: every split non-empty, at least the
+ * minimum of k-blocks, splits only of small tiles (at most one wave of tiles and splits) with
+ * fp32 accumulation of 16-bit storage. */
 static void test_wgmma_tiles_and_splits(void) {
   static const struct {
     long long m, n, k;
@@ -426,7 +427,11 @@ static void test_wgmma_tiles_and_splits(void) {
               {512, 4096, 4096, KV_GEMM_TILE_MID, 1, 64},     {1024, 1024, 1024, KV_GEMM_TILE_SMALL, 1, 16},
               {128, 8192, 8192, KV_GEMM_TILE_SMALL, 1, 128},  {16, 8192, 8192, KV_GEMM_TILE_SMALL, 2, 64},
               {40, 1032, 1048, KV_GEMM_TILE_SMALL, 4, 5},     {256, 256, 256, KV_GEMM_TILE_SMALL, 1, 4},
-              {2056, 2056, 520, KV_GEMM_TILE_LARGE, 1, 9},    {136, 7560, 200, KV_GEMM_TILE_MID, 1, 4}};
+              {2056, 2056, 520, KV_GEMM_TILE_LARGE, 1, 9},    {136, 7560, 200, KV_GEMM_TILE_MID, 1, 4},
+              /* the 90 % boundary on 132 SMs: 119 tiles of 128x256 take it, 118 do not; 67
+               * small tiles never split, 66 split in 2 */
+              {896, 4352, 512, KV_GEMM_TILE_LARGE, 1, 8},     {256, 15104, 512, KV_GEMM_TILE_MID, 1, 8},
+              {64, 8576, 512, KV_GEMM_TILE_SMALL, 1, 8},      {64, 8448, 512, KV_GEMM_TILE_SMALL, 2, 4}};
   kv_precision f32 = {KV_FP16, KV_FP32}, f16 = {KV_FP16, KV_FP16}, e4 = {KV_E4M3, KV_FP32};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     long long bm, bn, kb;
