@@ -178,9 +178,9 @@ static const kv_coord_desc gemm_coords[] = {
 
 /* The kernel path from the rules the dispatcher calls (gemm_limits.h): the instantiation, the
  * wgmma tile (large, mid or small by the tiles a wave of SMs takes; FP8 has one tile) and
- * epilogue (K split, TMA store or direct), the mma load path, partial tiles in M, N and K of the tile the kernel runs, FP8
- * promotion or fast accumulation and scales != 1, alpha != 1, beta != 0, the input
- * distribution. */
+ * epilogue (K split, TMA store or direct), the mma load path, partial tiles in M, N and K of
+ * the tile the kernel runs, FP8 promotion or fast accumulation and scales != 1, alpha != 1,
+ * beta != 0, the input distribution. */
 static void gemm_path(const kv_case *c, char *b, size_t n) {
   const char *v = kv_case_str(c, "variant"), *layout = kv_case_str(c, "layout");
   const int var = kv_gemm_variant_of(v), a_t = layout[0] == 't', b_t = layout[1] == 't';

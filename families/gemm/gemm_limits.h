@@ -48,10 +48,11 @@ static inline const char *kv_gemm_wgmma_tile_name(int t) {
 }
 /* kval-wgmma splits K when even its small tile leaves half the SMs idle or more (fp32
  * accumulation, fp16/bf16 storage): as many splits as whole copies of the tiles fit a wave,
- * each of at least KV_GEMM_SPLIT_MIN_KBLOCKS k-blocks, at most KV_GEMM_SPLIT_MAX. Each split accumulates its run
- * of k-blocks in fp32 and writes the sum to a workspace; a second kernel adds the splits in
- * index order (deterministic: no atomics) and applies the epilogue. Returns the splits (1: no
- * split) and sets *kb_per, the k-blocks of each split but the last (the last takes the rest). */
+ * each of at least KV_GEMM_SPLIT_MIN_KBLOCKS k-blocks, at most KV_GEMM_SPLIT_MAX. Each split
+ * accumulates its run of k-blocks in fp32 and writes the sum to a workspace; a second kernel
+ * adds the splits in index order (deterministic: no atomics) and applies the epilogue.
+ * Returns the splits (1: no split) and sets *kb_per, the k-blocks of each split but the last
+ * (the last takes the rest). */
 #define KV_GEMM_SPLIT_MIN_KBLOCKS 4
 #define KV_GEMM_SPLIT_MAX 16
 static inline int kv_gemm_wgmma_splits(long long m, long long n, long long k, kv_precision p, int sms,
