@@ -11,7 +11,8 @@
 # MAX_LAUNCHES (default 12) bounds the profiled launches. Environment: OUT (default
 # /tmp/kval-ncu): the report ncu.ncu-rep, ncu.csv (its raw page, one row a launch) and
 # ncu.log; KVAL_BUILD (default /tmp/kval-bench-build): the build tree, configured and built
-# there when the driver is missing (bench/build_drivers.sh, CONFIGURE_ARGS as device_run.sh). ncu leaves the clocks alone (--clock-control none). Exit: the driver's or ncu's.
+# there when the driver is missing (bench/build_drivers.sh, CONFIGURE_ARGS as device_run.sh).
+# ncu leaves the clocks alone (--clock-control none). Exit: the driver's or ncu's.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 3 ] || { echo "usage: $0 FAMILY COMMAND REGEX [MAX_LAUNCHES]" >&2; exit 2; }
