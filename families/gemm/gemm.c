@@ -197,7 +197,8 @@ static void gemm_path(const kv_case *c, char *b, size_t n) {
   } else if (var == KV_GEMM_WGMMA) {
     long long kb_per;
     const int split = kv_gemm_wgmma_splits(m, nn, k, c->prec, KV_GEMM_PATH_SMS, &kb_per) > 1;
-    kv_tag(b, n, "gemm:%s:%s", v, kv_gemm_wgmma_tile_name(kv_gemm_wgmma_tile(m, nn, KV_GEMM_PATH_SMS, &bm, &bn)));
+    kv_gemm_wgmma_tile(m, nn, KV_GEMM_PATH_SMS, &bm, &bn);
+    kv_tag(b, n, "gemm:%s:tile%lldx%lld", v, bm, bn);
     kv_tag(b, n, "gemm:%s:%s", v, split ? "split-k" : kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
     bk = KV_GEMM_WGMMA_BK;
   } else if (var == KV_GEMM_MMA) {
@@ -235,8 +236,11 @@ static int gemm_path_tag(int i, char *b, size_t n) {
         if (kv_tag_at(&i, b, n, "gemm:%s:%s:%s", gemm_variants[v], kv_precision_pairs[p], gemm_layouts[l])) return 1;
       }
     if (var == KV_GEMM_WGMMA)
-      for (int t = KV_GEMM_TILE_LARGE; t <= KV_GEMM_TILE_SMALL; t++)
-        if (kv_tag_at(&i, b, n, "gemm:%s:%s", gemm_variants[v], kv_gemm_wgmma_tile_name(t))) return 1;
+      for (int t = KV_GEMM_TILE_LARGE; t <= KV_GEMM_TILE_SMALL; t++) {
+        long long bm, bn;
+        kv_gemm_wgmma_tile_dims(t, &bm, &bn);
+        if (kv_tag_at(&i, b, n, "gemm:%s:tile%lldx%lld", gemm_variants[v], bm, bn)) return 1;
+      }
     const char *const *what = var == KV_GEMM_WGMMA ? wgmma : var == KV_GEMM_MMA ? mma : none;
     for (int w = 0; what[w]; w++)
       if (kv_tag_at(&i, b, n, "gemm:%s:%s", gemm_variants[v], what[w])) return 1;

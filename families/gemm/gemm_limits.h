@@ -28,23 +28,23 @@ enum kv_gemm_variant { KV_GEMM_WGMMA = 0, KV_GEMM_MMA = 1, KV_GEMM_CUBLAS = 2 };
  * H200's); on the GPU the dispatcher asks the device. */
 #define KV_GEMM_PATH_SMS 132
 
+/* The rows and columns of kval-wgmma's 16-bit tile t (large, mid, small); path tags name a
+ * tile `tile<rows>x<columns>`. */
+enum kv_gemm_wgmma_tile_id { KV_GEMM_TILE_LARGE = 0, KV_GEMM_TILE_MID = 1, KV_GEMM_TILE_SMALL = 2 };
+static inline void kv_gemm_wgmma_tile_dims(int t, long long *bm, long long *bn) {
+  *bm = t == KV_GEMM_TILE_LARGE ? KV_GEMM_WGMMA_BM : t == KV_GEMM_TILE_MID ? KV_GEMM_WGMMA_MID_BM : KV_GEMM_WGMMA_SMALL_BM;
+  *bn = t == KV_GEMM_TILE_LARGE ? KV_GEMM_WGMMA_BN : t == KV_GEMM_TILE_MID ? KV_GEMM_WGMMA_MID_BN : KV_GEMM_WGMMA_SMALL_BN;
+}
 /* kval-wgmma's tile for fp16/bf16 storage: the first of large, mid, small whose tiles fill at
  * least 90 % of one wave of SMs, else small (measured on the H200, `gemm_bench ladder`: a
  * problem of too few large tiles leaves SMs idle; more, smaller tiles come within 2-4 % of
  * cuBLAS on 1024^3, 512x4096^2 and 128x8192^2). Sets the tile's rows and columns. */
-enum kv_gemm_wgmma_tile_id { KV_GEMM_TILE_LARGE = 0, KV_GEMM_TILE_MID = 1, KV_GEMM_TILE_SMALL = 2 };
 static inline int kv_gemm_wgmma_tile(long long m, long long n, int sms, long long *bm, long long *bn) {
-  static const long long rows[] = {KV_GEMM_WGMMA_BM, KV_GEMM_WGMMA_MID_BM, KV_GEMM_WGMMA_SMALL_BM};
-  static const long long cols[] = {KV_GEMM_WGMMA_BN, KV_GEMM_WGMMA_MID_BN, KV_GEMM_WGMMA_SMALL_BN};
   int t = KV_GEMM_TILE_LARGE;
-  while (t < KV_GEMM_TILE_SMALL && ((m + rows[t] - 1) / rows[t]) * ((n + cols[t] - 1) / cols[t]) * 10 < 9LL * sms) ++t;
-  *bm = rows[t];
-  *bn = cols[t];
-  return t;
-}
-/* The tile's name in path tags. */
-static inline const char *kv_gemm_wgmma_tile_name(int t) {
-  return t == KV_GEMM_TILE_LARGE ? "tile128x256" : t == KV_GEMM_TILE_MID ? "tile128x128" : "tile64x128";
+  for (;; ++t) {
+    kv_gemm_wgmma_tile_dims(t, bm, bn);
+    if (t == KV_GEMM_TILE_SMALL || ((m + *bm - 1) / *bm) * ((n + *bn - 1) / *bn) * 10 >= 9LL * sms) return t;
+  }
 }
 /* kval-wgmma splits K when even its small tile leaves half the SMs idle or more (fp32
  * accumulation, fp16/bf16 storage): as many splits as whole copies of the tiles fit a wave,

@@ -15,8 +15,8 @@
  * tile) walking the tiles in groups of GROUP_M tile-rows. Each consumer owns
  * BM / CONSUMERS = 64 rows and all BN columns of the tile (one m64nBNkKSTEP wgmma per k-step).
  * ELEM: bytes per operand element, 2 (fp16/bf16: m64nBNk16, BN 256, 128 or 64) or 1 (FP8:
- * m64n128k32); either way
- * a k-block row is one 128-byte swizzle row (BK = 128 / ELEM) and a k-step 32 bytes of it.
+ * m64n128k32); either way a k-block row is one 128-byte swizzle row (BK = 128 / ELEM) and a
+ * k-step 32 bytes of it.
  * EPI_TMA 1: the epilogue writes the tile into a swizzled shared-memory buffer per consumer
  * and one TMA store sends it out while the next tile's k-loop runs (when N is a multiple of 8);
  * EPI_TMA 0: bounds-checked stores straight from the registers. C and D are 16-bit whatever ELEM.

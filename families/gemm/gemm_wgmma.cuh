@@ -457,12 +457,13 @@ template <class Tr, class T, kv_dtype ACC, int AT, int BT> static kv_status kv_w
     KV_TRY(kv_wgmma_map<kv_gemm::output_t<T>>(&pr->map_d, g.d, g.n, g.m, Tr::D_COLS, 64));
   else
     memset(&pr->map_d, 0, sizeof pr->map_d);
-  const long long tiles = (long long)((g.m + Tr::BM - 1) / Tr::BM) * ((g.n + Tr::BN - 1) / Tr::BN) * pr->splits;
-  if (tiles > 0x7fffffffLL) {
-    kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma: %dx%d needs %lld tiles, above the grid limit", g.m, g.n, tiles);
+  const long long items = (long long)((g.m + Tr::BM - 1) / Tr::BM) * ((g.n + Tr::BN - 1) / Tr::BN) * pr->splits;
+  if (items > 0x7fffffffLL) {
+    kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma: %dx%d in %d splits of K needs %lld tiles, above the grid limit",
+              g.m, g.n, pr->splits, items);
     return KV_ERR;
   }
-  pr->grid = (unsigned)(tiles < pr->sms || !Tr::PERSISTENT ? tiles : pr->sms);
+  pr->grid = (unsigned)(items < pr->sms || !Tr::PERSISTENT ? items : pr->sms);
   KV_TRY(CHECK_CUDA(cudaFuncSetAttribute(kv_gemm_wgmma_kernel<Tr, T, ACC, AT, BT>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::SMEM_BYTES)));
   pr->launch = kv_wgmma_launch<Tr, T, ACC, AT, BT>;
