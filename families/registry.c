@@ -32,6 +32,13 @@ int kv_family_count(void) {
   return n;
 }
 
+int kv_family_parts(const kv_family *f) {
+  int n = 0;
+  if (f->out_parts)
+    while (f->out_parts[n]) n++;
+  return n;
+}
+
 int kv_family_axis_index(const kv_family *f, const char *axis) {
   for (int i = 0; f->axes[i].name; i++)
     if (strcmp(f->axes[i].name, axis) == 0) return i;

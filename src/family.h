@@ -22,6 +22,7 @@ extern "C" {
 #define KV_MAX_AXES 12
 #define KV_MAX_PARAMS 8
 #define KV_MAX_TENSORS 4
+#define KV_MAX_PARTS 4 /* parts of the checked output a family may name (kv_family.out_parts) */
 
 typedef enum { KV_AXIS_INT, KV_AXIS_STR, KV_AXIS_REAL } kv_axis_type;
 
@@ -156,6 +157,11 @@ typedef struct kv_family {
    * judges it. NULL: never (a reduced accumulator, or same-sign sums whose truncation bias is
    * part of the precision model). */
   int (*unbiased)(const kv_case *c);
+  /* The names of the equal, contiguous parts of output 0 that are judged and recorded apart
+   * (fa2bwd: dq, dk, dv, each a third of the rows), NULL-terminated, at most KV_MAX_PARTS;
+   * NULL: one output, no parts. Each part has its own error statistics (the file's
+   * part_stats) and rounding-bias verdict. */
+  const char *const *out_parts;
 
   /* fp64 reference on the rounded inputs, for the listed output rows (rows of kv_cost):
    * ref and mag hold n_rows * row_len values, aux_ref and aux_mag (may be NULL) the auxiliary
@@ -194,6 +200,11 @@ typedef struct kv_family {
 extern const kv_family *const kv_families[];
 const kv_family *kv_family_find(const char *name, int *index);
 int kv_family_count(void);
+/* The number of parts of the family's output 0 (kv_family.out_parts); 0 when it has none. */
+int kv_family_parts(const kv_family *f);
+/* The rows of part p of n_parts: [p * rows / n_parts, (p + 1) * rows / n_parts); the output's
+ * rows must be a multiple of n_parts (the judge says so as a harness error otherwise). */
+static inline size_t kv_part_first_row(size_t rows, int n_parts, int p) { return rows / (size_t)n_parts * (size_t)p; }
 
 /* Axis lookups by name for families and tools; -1 when absent. */
 int kv_family_axis_index(const kv_family *f, const char *axis);

@@ -1,10 +1,12 @@
-"""io.py - loads kval HDF5 files (README "The HDF5 file", layout_version 2) into one xarray
+"""io.py - loads kval HDF5 files (README "The HDF5 file", layout_version 3) into one xarray
 Dataset per kernel family, the files combined along `rank`. Everything is read with h5py and
 every dimension is named by the dimension scale attached to it (never by position). Each
 family Dataset carries per-rank coordinates: host, gpu_uuid, gpu_name, gpu_index, pci_bus_id,
 serial, file, run_time, rank_in_file, gpu_key (the physical GPU: its UUID, used to match GPUs
 across runs) and compare_key (ranks with equal keys ran identical inputs on the same GPU
-model), and the numeric coordinates a family derives from its axes (gemm M, N, K). Status
+model), and the numeric coordinates a family derives from its axes (gemm M, N, K); a family
+whose output has parts (fa2bwd: dq, dk, dv) has part_stats over the dimensions part and
+part_stat besides (the error statistics of each part). Status
 names come from the file (its enum, else the root attribute status_names); statuses this
 version does not know are kept by name. Honest numbers: a cell whose output held NaN or Inf
 where the reference is finite gets +inf in every error statistic (the file's statistics cover
@@ -19,7 +21,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3
 STATUS_NAMES = ("not_run", "pass", "fail_tolerance", "fail_nonfinite", "skipped", "error")
 NO_OUTPUT = ("not_run", "skipped", "error")  # every other status names a checked output
 ERROR_FIELDS = ("max_abs", "max_rel", "rel_l2", "mean_abs", "max_ulp", "p99_ulp", "max_bound_ratio", "floor_ratio")
@@ -32,6 +34,7 @@ REQUIRED_RANK_FIELDS = ("host", "device_name", "uuid")
 REQUIRED_FAMILY_ATTRS = ("axes", "n_cells", "n_valid", "n_skipped")
 REQUIRED_FAMILY_DATASETS = ("status", "fingerprint")
 HIST_DIM = "hist_bin"
+PART_DIMS = ("part", "part_stat")  # the dimensions of part_stats besides the cell's
 # Fill values used where combined files do not share a cell (same meaning as in the file).
 FILL = {"status": "not_run", "fingerprint": np.uint64(0), "message": "", "hist": np.uint64(0),
         "fp_agrees": np.int8(2), "fp_distinct": np.int32(0), "fp_majority": np.uint64(0)}
@@ -226,6 +229,10 @@ def _read_family(f, name, path, attrs, rank_coords):
     if HIST_DIM in g:
         hist_edges = np.asarray(g[HIST_DIM][()], dtype=np.float64)
         sizes[HIST_DIM] = len(hist_edges)
+    for dim in PART_DIMS:
+        if dim in g:
+            coords[dim] = _strings(g[dim][()])
+            sizes[dim] = len(coords[dim])
     lookup = _status_lookup(g["status"], attrs)
     derived = str(_decode(g["status"].attrs.get("coordinates", ""))).split()
     coords.update(_derived_coords(g, derived, sizes, path))
@@ -246,13 +253,15 @@ def _read_family(f, name, path, attrs, rank_coords):
                                 if k in ("units", "description")})
         if "rank" not in dims:  # per-file comparison tables: broadcast along rank
             va = va.set_dims(["rank"] + dims, shape=[nrank] + list(va.shape))
-        order = [d for d in ["rank"] + axes + [HIST_DIM] if d in va.dims]
+        order = [d for d in ["rank"] + axes + [HIST_DIM, *PART_DIMS] if d in va.dims]
         data_vars[vname] = va.transpose(*order)
     for required in REQUIRED_FAMILY_DATASETS:
         if data_vars[required].dims != tuple(["rank"] + axes):
             raise KvalInputError(f"{path}: {gname}/{required} must have dimensions "
                                  f"[rank, {', '.join(axes)}], found {list(data_vars[required].dims)}")
     _mark_nonfinite(data_vars)
+    if "part_stats" in data_vars:
+        _mark_nonfinite_parts(data_vars, list(coords["part_stat"]))
     all_coords = dict(coords)
     all_coords.update({k: ("rank", v) for k, v in rank_coords.items() if k != "rank"})
     all_coords["rank"] = rank_coords["rank"]
@@ -296,6 +305,20 @@ def _mark_nonfinite(data_vars):
         if name in data_vars and data_vars[name].dims == n_nan.dims:
             v = data_vars[name]
             data_vars[name] = v.copy(data=np.where(bad, np.inf, v.values))
+
+
+
+def _mark_nonfinite_parts(data_vars, stats):
+    """+inf in the error statistics of the parts with NaN/Inf outputs (as _mark_nonfinite)."""
+    v = data_vars["part_stats"]
+    axis = v.dims.index("part_stat")
+    values = np.moveaxis(v.values.copy(), axis, -1)
+    if "n_nan" in stats and "n_inf" in stats:
+        bad = (values[..., stats.index("n_nan")] > 0) | (values[..., stats.index("n_inf")] > 0)
+        for name in ERROR_FIELDS:
+            if name in stats:
+                values[..., stats.index(name)] = np.where(bad, np.inf, values[..., stats.index(name)])
+    data_vars["part_stats"] = v.copy(data=np.moveaxis(values, -1, axis))
 
 
 def _gpu_keys(table):

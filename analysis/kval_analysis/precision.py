@@ -1,15 +1,16 @@
 """precision.py - `kval-analyze precision`: the precision study. fp16 vs bf16 storage and
 fp16/bf16 vs fp32 accumulation: what ran (backend, GPUs, the --set values and the axis values
 that produced results), where each precision stays within its tolerance, error distributions
-per family (log10|err| histograms and per-case relative L2 errors), fitted growth laws and
+per family (log10|err| histograms and per-case relative L2 errors), the errors of each part of
+an output that has parts (fa2bwd's dq, dk, dv) per precision, fitted growth laws and
 faceted growth charts (growth.py), and pairwise precision comparisons. Honest numbers: a case
 whose output was non-finite shows inf, is counted in its own column and never as a small
 error. Cases that conform to the precision model but miss their fp64 bound (status
 `inaccurate`) are the study's findings, counted and listed apart from failures. One colour per
 precision on the whole page. The tensor-core probes (probes.py) get their own table of outcomes
 per GPU and stay out of the error statistics. Writes precision.html, precision.md,
-precision.json (schema_version 1: what ran, the summary, the findings, the fits and the probes'
-outcomes) and PNGs."""
+precision.json (schema_version 1: what ran, the summary, the findings, the parts, the fits and
+the probes' outcomes) and PNGs."""
 import json
 import os
 import shlex
@@ -122,6 +123,34 @@ def findings_table(frames, typical):
                          "emu_max_ulp": float(r.get("emu_max_ulp", np.nan)), "message": str(r.get("message", ""))})
     return pd.DataFrame(rows, columns=["family", "case", "max_bound_ratio", "rel_l2", "non-finite", "emu_max_ulp",
                                        "message"])
+
+
+PART_COLUMNS = (("median_rel_l2", "rel_l2", np.median), ("max_rel_l2", "rel_l2", np.max),
+                ("max_p99_ulp", "p99_ulp", np.max), ("max_ulp", "max_ulp", np.max),
+                ("max_bound_ratio", "max_bound_ratio", np.max))
+
+
+def parts_table(runs, frames):
+    """Per family with parts, precision and part: the cases with an output (every rank) and
+    their part's error statistics (part_stats), so dq, dk and dv are compared apart."""
+    rows = []
+    for name, ds in runs.families.items():
+        if name not in frames or "part_stats" not in ds or "precision" not in ds["status"].dims:
+            continue
+        ps = ds["part_stats"].transpose(*ds["status"].dims, "part", "part_stat")
+        stats = [str(x) for x in ds["part_stat"].values]
+        ran = output_mask(ds["status"].values)
+        prec = np.broadcast_to(ds["precision"].broadcast_like(ds["status"]).values, ran.shape)
+        for p in pd.unique(prec[ran]):
+            cells = ps.values[ran & (prec == p)]  # cases x part x part_stat
+            for k, part in enumerate(str(x) for x in ds["part"].values):
+                row = {"family": name, "precision": p, "part": part, "cases": int(len(cells))}
+                for col, stat, how in PART_COLUMNS:
+                    v = cells[:, k, stats.index(stat)].astype(float)
+                    v = v[~np.isnan(v)]
+                    row[col] = float(how(v)) if len(v) else np.nan
+                rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def ladder_table(typical):
@@ -267,8 +296,8 @@ def build_precision(runs, outdir):
     for note in runs.notes:
         doc.note(note)
     _header(doc, info)
-    out = {"schema_version": SCHEMA_VERSION, "what_ran": info, "summary": [], "findings": [], "fits": [],
-           "probes": probe_section(doc, runs)}
+    out = {"schema_version": SCHEMA_VERSION, "what_ran": info, "summary": [], "findings": [], "parts": [],
+           "fits": [], "probes": probe_section(doc, runs)}
     if not frames:
         doc.note("These files hold no kernel family groups.")
         return _write(doc, out, outdir)
@@ -287,6 +316,14 @@ def build_precision(runs, outdir):
     if len(findings):
         doc.table(findings, row_class=lambda r: "warn")
     out["findings"] = findings.to_dict("records")
+    parts = parts_table(runs, frames)
+    if len(parts):
+        doc.heading("Errors of each part of an output", 3)
+        doc.paragraph("Families whose checked output has parts (fa2bwd: the gradients dq, dk and dv, each "
+                      "reduced over its own index) keep each part's error statistics (the file's part_stats): "
+                      "per precision and part, over every rank's cases with an output.")
+        doc.table(parts)
+    out["parts"] = parts.to_dict("records")
     out["fits"] = fit_section(doc, typical, frames).to_dict("records")
     doc.heading("Fraction of cases within relative-L2 levels", 3)
     doc.table(ladder_table(typical))

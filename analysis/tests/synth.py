@@ -1,8 +1,9 @@
 """synth.py - writes synthetic kval HDF5 files in the layout kval writes (README "The HDF5
-file", layout_version 2) with h5py: root attributes, /ranks, one group per family with
+file", layout_version 3) with h5py: root attributes, /ranks, one group per family with
 dimension scales attached through h5py's dims API, the status enum as the named type
-/case_status, fixed-length messages, the log10|err| histogram, gemm's M/N/K coordinates and
-the fleet fingerprint comparison. Values follow a simple error model (sqrt(K) * u growth) and
+/case_status, fixed-length messages, the log10|err| histogram, gemm's M/N/K coordinates, the
+fleet fingerprint comparison and, for fa2bwd (asked for by name: not among the default
+families), the part statistics of dq, dk and dv. Values follow a simple error model (sqrt(K) * u growth) and
 roofline timing model with run-to-run jitter, a persistent per-GPU speed spread and recorded
 p10/p90 spread; faults (flipped fingerprints, slow ranks, failures, NaN outputs, cells never
 run) are injected on request so the analysis tests do not depend on the C code."""
@@ -46,6 +47,20 @@ FAMILIES = {
                 "params": {"eps": 1e-5}},
 }
 
+# Families with parts, written only when named (kv_family.out_parts; part_stats [.., part, part_stat]).
+PART_FAMILIES = {
+    "fa2bwd": {"axes": [("precision", ["fp16:fp32", "bf16:fp32"]), ("headdim", [64, 128]), ("seqlen", [512, 2048]),
+                        ("causal", [0, 1]), ("batch", [0]), ("heads", [16]), ("dist", ["normal"])],
+               "params": {"tokens": 16384.0, "scale": 0.0}, "parts": ["dq", "dk", "dv"]},
+}
+PART_ERROR = {"dq": 1.0, "dk": 0.9, "dv": 0.5}  # each part's error relative to the whole output's
+PART_STATS = ["max_abs", "max_rel", "rel_l2", "mean_abs", "max_ulp", "p99_ulp", "max_bound_ratio", "floor_ratio",
+              "bias_ulp", "bias_mag_ulp", "bias_se", "n_nan", "n_inf", "n_checked", "worst_index", "n_bias"]
+
+
+def family_spec(family):
+    return FAMILIES[family] if family in FAMILIES else PART_FAMILIES[family]
+
 
 def gpu_uuid(host, local_rank):
     """A stable fake GPU UUID per (host, local rank), so two runs of one fleet share UUIDs."""
@@ -63,13 +78,15 @@ def _cell_values(family, values, params, backend):
     prec = values["precision"]
     storage, accum = prec.split(":")
     sb = STORAGE_BYTES[storage]
-    if family == "fa2":
+    if family in ("fa2", "fa2bwd"):
         if storage == "fp32":
             return "fp32 storage not implemented for fa2", 0, 0, 0, 0
         L, d, h = values["seqlen"], values["headdim"], values["heads"]
         b = values["batch"] or max(1, int(params["tokens"]) // L)
         flops = 4.0 * b * h * L * L * d / (2 if values["causal"] else 1)
         count = b * L * h * d
+        if family == "fa2bwd":  # dq | dk | dv, 2.5 times the forward's FLOPs
+            return None, L, 2.5 * flops, 8.0 * count * sb + 8.0 * b * L * h, 3 * count
         return None, L, flops, 4.0 * count * sb + 4.0 * b * L * h, count
     if family == "gemm":
         if values["variant"] == "cublas" and backend == "cpu":
@@ -165,6 +182,14 @@ def _fill_cell(out, idx, r, values, meas, rng, opts):
             "smem_bytes": 49152, "local_bytes": 0, "occupancy": 2}
     for name, v in vals.items():
         out[name][(r,) + idx] = v
+    for p, part in enumerate(opts["parts"]):  # equal thirds of the output, each with its own error
+        f = PART_ERROR[part]
+        pv = {"max_abs": vals["max_abs"] * f, "max_rel": vals["max_rel"] * f, "rel_l2": rel_l2 * f,
+              "mean_abs": vals["mean_abs"] * f, "max_ulp": vals["max_ulp"], "p99_ulp": vals["p99_ulp"],
+              "max_bound_ratio": bound_ratio * f, "floor_ratio": vals["floor_ratio"] * f, "bias_ulp": 0.0,
+              "bias_mag_ulp": 0.0, "bias_se": 0.01, "n_nan": 0, "n_inf": 0, "n_checked": count // 3,
+              "worst_index": p * (count // 3), "n_bias": count // 3}
+        out["part_stats"][(r,) + idx + (p,)] = [pv[k] for k in PART_STATS]
     out["status"][(r,) + idx] = STATUS["pass"] if bound_ratio <= 1 else STATUS["fail_tolerance"]
     fp = _fingerprint(opts["family"], idx, opts["seed"])
     for fam, sel, rr in opts["flips"]:
@@ -185,6 +210,8 @@ def _fill_cell(out, idx, r, values, meas, rng, opts):
             out["message"][(r,) + idx] = message.encode()[:96]
             if status == "fail_nonfinite":
                 out["n_nan"][(r,) + idx] = 3
+                if opts["parts"]:  # the three NaNs in the last part
+                    out["part_stats"][(r,) + idx + (len(opts["parts"]) - 1, PART_STATS.index("n_nan"))] = 3
     for fam, sel in opts["all_nan"]:  # every output NaN: kval's statistics of the finite elements are 0
         if fam == opts["family"] and _select(values, sel):
             out["status"][(r,) + idx] = STATUS["fail_nonfinite"]
@@ -216,7 +243,8 @@ def _fp_compare(out, device_names, nranks):
 
 
 def _write_family(f, family, nranks, rng, opts):
-    spec = FAMILIES[family]
+    spec = family_spec(family)
+    opts = dict(opts, parts=spec.get("parts", []))
     axes = [name for name, _ in spec["axes"]]
     grid = [vals for _, vals in spec["axes"]]
     shape = tuple(len(v) for v in grid)
@@ -233,6 +261,7 @@ def _write_family(f, family, nranks, rng, opts):
     out["fingerprint"] = np.zeros(full, dtype=np.uint64)
     out["message"] = np.zeros(full, dtype="S96")
     out["hist"] = np.zeros(full + (len(HIST_BINS),), dtype=np.uint64)
+    out["part_stats"] = np.full(full + (len(opts["parts"]), len(PART_STATS)), np.nan)
     n_valid = n_skipped = 0
     for flat, idx in enumerate(np.ndindex(*shape)):
         values = {a: grid[i][j] for i, (a, j) in enumerate(zip(axes, idx))}
@@ -274,6 +303,10 @@ def _write_family(f, family, nranks, rng, opts):
     _attach(d, scales)
     d = g.create_dataset("hist", data=out["hist"])
     _attach(d, scales + [hist_scale])
+    if opts["parts"]:
+        part_scales = [_write_scale(g, "part", opts["parts"]), _write_scale(g, "part_stat", PART_STATS)]
+        d = g.create_dataset("part_stats", data=out["part_stats"])
+        _attach(d, scales + part_scales)
     if opts["fp_compare"] and opts["mode"] == "fleet":
         distinct, majority, agrees = _fp_compare(out, opts["device_names"], nranks)
         d = g.create_dataset("fp_distinct", data=distinct)
@@ -287,7 +320,7 @@ def _write_family(f, family, nranks, rng, opts):
 
 def write_kval_file(path, nranks=4, gpus_per_host=2, host_prefix="node", families=tuple(FAMILIES),
                     backend="cuda", mode="fleet", seed=42, slow=None, case_slow=(), flips=(), failures=(),
-                    error_scale=1.0, time_factor=1.0, device_names=None, layout_version=2,
+                    error_scale=1.0, time_factor=1.0, device_names=None, layout_version=3,
                     drop_root_attrs=(), drop_groups=(), fp_compare=True, fixed_strings=False,
                     creation_time="2026-11-30T08:00:00Z", noise_seed=1, jitter=0.004, gpu_spread=0.0,
                     missing=0.0, all_nan=()):
@@ -302,7 +335,7 @@ def write_kval_file(path, nranks=4, gpus_per_host=2, host_prefix="node", familie
             "error_scale": error_scale, "time_factor": time_factor, "device_names": device_names,
             "fp_compare": fp_compare, "jitter": jitter, "missing": missing, "all_nan": list(all_nan),
             "gpu_factor": 1.0 + gpu_spread * rng.standard_normal(nranks)}
-    deck = "\n".join(f"[{fam}]\n" + "\n".join(f"{a} = {' '.join(map(str, v))}" for a, v in FAMILIES[fam]["axes"])
+    deck = "\n".join(f"[{fam}]\n" + "\n".join(f"{a} = {' '.join(map(str, v))}" for a, v in family_spec(fam)["axes"])
                      for fam in families) + "\n"
     with h5py.File(path, "w") as f:
         attrs = {"kval_version": "0.1.0", "git_commit": "synthetic", "command_line": f"kval -o {path}",

@@ -29,6 +29,27 @@ def test_single_file_named_dims_and_coords(clean_file):
     assert len(runs.ranks) == 6 and runs.notes == []
 
 
+def test_part_statistics_of_a_family_with_parts(make_file):
+    """fa2bwd's part_stats: named dimensions part and part_stat after the cell's, the parts'
+    values, both files combined, and +inf in the error statistics of a part with NaN outputs."""
+    cell = {"precision": "bf16:fp32", "headdim": 128, "seqlen": 2048, "causal": 1}
+    a = make_file("a.h5", nranks=2, families=("fa2bwd",),
+                  failures=[("fa2bwd", cell, 1, "fail_nonfinite", "3 NaN, 0 Inf outputs")])
+    b = make_file("b.h5", nranks=2, families=("fa2bwd", "gemm"), host_prefix="beta")
+    runs = load([a, b])
+    ds = runs.family("fa2bwd")
+    ps = ds["part_stats"]
+    assert ps.dims == ("rank", "precision", "headdim", "seqlen", "causal", "batch", "heads", "dist", "part", "part_stat")
+    assert list(ds["part"].values) == ["dq", "dk", "dv"] and ps.sizes["rank"] == 4
+    assert "part_stats" not in runs.family("gemm")
+    rel = ps.sel(part_stat="rel_l2", rank=0)
+    assert np.allclose(rel.sel(part="dv") / rel.sel(part="dq"), 0.5)
+    checked = ps.sel(part_stat="n_checked").sum("part")
+    assert (checked == ds["n_checked"]).all()
+    bad = ps.sel(rank=1, **cell).squeeze()
+    assert np.isinf(bad.sel(part="dv", part_stat="max_rel")) and np.isfinite(bad.sel(part="dq", part_stat="max_rel"))
+
+
 def test_multi_file_combination(make_file):
     a = make_file("a.h5", nranks=2, host_prefix="alpha")
     b = make_file("b.h5", nranks=2, host_prefix="beta", fixed_strings=True)
@@ -194,3 +215,17 @@ def test_readme_xarray_example_runs_as_written(make_file, tmp_path, monkeypatch)
     make_file("s.h5", nranks=2, families=("gemm",))
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "analysis/README.md", "exec"), {})
+
+
+def test_readme_part_stats_example_runs_as_written(make_file):
+    """analysis/README.md's part_stats lines, read from the README, on a loaded fa2bwd file."""
+    import os
+    from conftest import ANALYSIS
+    text = open(os.path.join(ANALYSIS, "README.md")).read()
+    block = text.split("held NaN or Inf outputs):")[1].split("\n\n")[1]
+    code = "\n".join(line[4:] for line in block.splitlines())
+    assert "part_stats.sel(part=" in code
+    runs = load([make_file("bwd.h5", nranks=2, families=("fa2bwd",))])
+    scope = {"runs": runs}
+    exec(compile(code, "analysis/README.md", "exec"), scope)
+    assert scope["bwd"].part_stats.sel(part="dk", part_stat="rel_l2").max("rank").notnull().any()

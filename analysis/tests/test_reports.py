@@ -126,6 +126,22 @@ def test_precision_renders(clean_file, tmp_path):
     assert "## Fitted growth laws" in md and "| gemm | bf16:bf16 | normal | kval-mma | rel_l2 | 0.476" in md
 
 
+def test_precision_compares_the_parts_of_an_output(make_file, tmp_path):
+    path = make_file("bwd.h5", nranks=2, families=("fa2bwd",))
+    out = str(tmp_path / "prec")
+    assert cli.main(["precision", path, "-o", out]) == 0
+    md = open(os.path.join(out, "precision.md")).read()
+    table = md.split("### Errors of each part of an output")[1].split("\n#")[0]
+    rows = {tuple(c.strip() for c in line.split("|")[1:4]): [c.strip() for c in line.split("|")[4:-1]]
+            for line in table.splitlines() if line.startswith("| fa2bwd")}
+    assert set(rows) == {("fa2bwd", p, part) for p in ("fp16:fp32", "bf16:fp32") for part in ("dq", "dk", "dv")}
+    assert rows[("fa2bwd", "bf16:fp32", "dq")][0] == "16"  # cases: 8 cells on 2 ranks
+    dq, dv = float(rows[("fa2bwd", "bf16:fp32", "dq")][1]), float(rows[("fa2bwd", "bf16:fp32", "dv")][1])
+    assert abs(dv / dq - 0.5) < 1e-3  # synth.PART_ERROR
+    parts = json.load(open(os.path.join(out, "precision.json")))["parts"]
+    assert len(parts) == 6 and {p["part"] for p in parts} == {"dq", "dk", "dv"}
+
+
 def test_all_nan_outputs_are_never_small_errors(make_file, tmp_path):
     cell = {"precision": "fp16:fp16", "hidden": 4096, "dist": "offset"}
     path = make_file("nan.h5", nranks=2, families=("layernorm",), all_nan=[("layernorm", cell)])

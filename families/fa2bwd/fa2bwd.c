@@ -23,6 +23,8 @@
 
 static const char *const fa2bwd_dists[] = {"normal", "uniform", "large_logits", NULL};
 static const char *const fa2bwd_variants[] = {"kval-mma", NULL};
+/* dqkv's three gradients, each batch x seqlen x heads rows (fa2bwd_tensors) */
+static const char *const fa2bwd_parts[] = {"dq", "dk", "dv", NULL};
 
 static const kv_axis_desc fa2bwd_axes[] = {
     {"variant", KV_AXIS_STR, "kval-mma", fa2bwd_variants, 0, 0,
@@ -139,8 +141,15 @@ static void fa2bwd_tensors(const kv_case *c, kv_tensors *t) {
   kv_spec_out(&t->out[0], "dqkv", st, 3 * n);
 }
 
-/* fp32 accumulation, P and dS rounded to nearest: no systematic sign in the errors. */
-static int fa2bwd_unbiased(const kv_case *c) { return c->prec.accum == KV_FP32; }
+/* fp32 accumulation, P and dS rounded to nearest: no systematic sign in the errors - except
+ * under a near one-hot softmax (large_logits), where a gradient's error comes from a few
+ * shared per-row quantities (the dominant key's P, dP - D cancelling) rather than from many
+ * independent roundings, so its mean error is a random offset the standard error does not
+ * cover: the emulation itself (the precision model) measured +0.095 ulp (limit 0.1) over
+ * dqkv and +0.184 ulp in dk alone at seqlen 512, headdim 128, bf16 (docs/NUMERICS.md). */
+static int fa2bwd_unbiased(const kv_case *c) {
+  return c->prec.accum == KV_FP32 && strcmp(kv_case_str(c, "dist"), "large_logits") != 0;
+}
 
 /* The kernel path (fa2bwd_limits.h's tiles): the instantiation, partial query and key blocks,
  * several blocks walked by each pass, the input distribution. */
@@ -189,6 +198,7 @@ const kv_family kv_family_fa2bwd = {
     .tensors = fa2bwd_tensors,
     .emulate = kv_fa2bwd_emulate,
     .unbiased = fa2bwd_unbiased,
+    .out_parts = fa2bwd_parts,
     .reference = kv_fa2bwd_cpu_reference,
     .reference_dd = kv_fa2bwd_cpu_reference_dd,
     .ref_splits_within = 1,

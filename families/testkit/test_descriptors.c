@@ -1,9 +1,10 @@
 /* test_descriptors.c - what every registered family (families/families.def) must satisfy,
  * without knowing any of them: a complete descriptor (name, summary, a precision axis, every
  * axis and parameter with help, ranges that hold their defaults, valid default tokens, every
- * hook), the host generator's bits, and on the cases of the families' test decks
+ * hook, at most KV_MAX_PARTS named parts of the output), the host generator's bits, and on the cases of the families' test decks
  * (families/<f>/test.deck, cpu backend, small cases only): every family has cases, inputs that
- * are not all zero and differ between tensors, and emulations that are deterministic (the same
+ * are not all zero and differ between tensors, outputs whose rows split into the family's
+ * parts, and emulations that are deterministic (the same
  * seed gives the same output bits twice, another seed other bits), references whose rows
  * split over host threads give the same bits as one call, and inputs that pass the backends'
  * check against the generator (and fail it with one element changed); and how many threads a
@@ -48,6 +49,8 @@ static void check_family(const kv_family *f) {
   }
   EXPECT(f->invalid && f->cost && f->tensors && f->emulate && f->reference && f->reference_dd,
          "%s has every hook", f->name);
+  EXPECT(kv_family_parts(f) <= KV_MAX_PARTS && kv_family_parts(f) != 1, "%s: %d parts of its output (0 or 2..%d)",
+         f->name, kv_family_parts(f), KV_MAX_PARTS);
 }
 
 static void test_generation(void) {
@@ -170,6 +173,14 @@ static void check_case(const kv_case *c) {
   kv_tensors t;
   memset(&t, 0, sizeof t);
   f->tensors(c, &t);
+  if (kv_family_parts(f) > 0) {
+    kv_cost cost;
+    memset(&cost, 0, sizeof cost);
+    f->cost(c, &cost);
+    EXPECT(cost.rows % (size_t)kv_family_parts(f) == 0 && cost.rows * cost.row_len == t.out[0].count,
+           "%s: %zu rows of %zu split into %d equal parts of output 0 (%zu elements)", what, cost.rows, cost.row_len,
+           kv_family_parts(f), t.out[0].count);
+  }
   void *in[KV_MAX_TENSORS] = {0}, *in2[KV_MAX_TENSORS] = {0}, *in3[KV_MAX_TENSORS] = {0};
   size_t n1 = 0, n2 = 0, n3 = 0;
   unsigned char *a = emulate_bits(c, &t, 77, &n1, in), *b = emulate_bits(c, &t, 77, &n2, in2);

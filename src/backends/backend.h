@@ -70,9 +70,11 @@ typedef struct {
    * device_hang  - launch a kernel that never finishes in this case (--inject hang). */
   int device_stats, device_fault, device_hang;
   int has_stats;       /* 1: stats holds the error statistics of output 0 against ref */
+  int has_part_stats;  /* 1: part_stats holds those of each part of output 0 (kv_family.out_parts) */
   void (*release)(void *); /* frees out, aux, ref, mag, aux_ref and aux_mag (a backend's host
                             * buffers); NULL: they came from malloc */
   kv_errstats stats;
+  kv_errstats part_stats[KV_MAX_PARTS];
   /* What the backend's own checks found ("" when nothing), each judged by the runner:
    * out_of_bounds - a guard band around an output, or an input tensor, changed (which, where);
    * nondeterministic - launches of the case wrote different output bits (which launches);

@@ -1,4 +1,4 @@
-/* result.c - a result row with every statistic unset. */
+/* result.c - a result row with every statistic unset, and a part's statistics as a row of part_stats. */
 #include "core/result.h"
 
 #include <math.h>
@@ -18,5 +18,13 @@ void kv_result_init(kv_result *r, int rank, int family, uint64_t cell) {
 #define KV_X(name, member, unit, doc) r->member = -1;
   KV_RESULT_INTS(KV_X)
 #undef KV_X
+  for (int p = 0; p < KV_MAX_PARTS; p++)
+    for (int k = 0; k < KV_N_PART_STATS; k++) r->part_stats[p][k] = NAN;
   r->tel.throttle_reasons = 0; /* a bitmask: none seen */
+}
+
+void kv_result_part_stats(const kv_errstats *st, double *row) {
+#define KV_X(name, member, doc) row[KV_PART_##name] = (double)st->member;
+  KV_PART_STATS(KV_X)
+#undef KV_X
 }

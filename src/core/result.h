@@ -71,6 +71,34 @@
   X(occupancy, res.occupancy, "1", "theoretical resident blocks per SM of the kernel variant")                \
   X(outcome, outcome, "1", "measured outcome of a probe case (tcprobe: the decoded arithmetic property); -1 elsewhere")
 
+/* X(name, member, description) - the error statistics of each part of a family's output
+ * (kv_family.out_parts), the columns of the dataset part_stats [rank, axis..., part,
+ * part_stat], all float64 (counts and the index exact), dimensionless, NaN where not run. */
+#define KV_PART_STATS(X)                                                                              \
+  X(max_abs, max_abs, "max |out - ref|")                                                              \
+  X(max_rel, max_rel, "max |out - ref| / max(|ref|, rel_floor)")                                     \
+  X(rel_l2, rel_l2, "||out - ref||_2 / ||ref||_2")                                                    \
+  X(mean_abs, mean_abs, "mean |out - ref|")                                                           \
+  X(max_ulp, max_ulp, "max error in ULPs of the storage type")                                        \
+  X(p99_ulp, p99_ulp, "99th percentile error in ULPs of the storage type")                            \
+  X(max_bound_ratio, max_bound_ratio, "max |out - ref| / tolerance bound (pass <= 1)")                \
+  X(floor_ratio, floor_ratio, "max |out - ref| / max |round(ref) - ref|")                             \
+  X(bias_ulp, bias_ulp, "mean signed error in ULPs (rounding bias)")                                  \
+  X(bias_mag_ulp, bias_mag_ulp, "mean of sign(ref) * error in ULPs (negative: toward zero)")          \
+  X(bias_se, bias_se, "standard error of the two bias means")                                         \
+  X(n_nan, n_nan, "NaN outputs where the reference is finite")                                        \
+  X(n_inf, n_inf, "Inf outputs where the reference is finite")                                        \
+  X(n_checked, n_checked, "elements compared with the reference")                                     \
+  X(worst_index, worst_index, "flat index in the whole output of the part's largest bound ratio")     \
+  X(n_bias, n_bias, "elements in the rounding-bias statistics")
+
+enum {
+#define KV_X(name, member, doc) KV_PART_##name,
+  KV_PART_STATS(KV_X)
+#undef KV_X
+  KV_N_PART_STATS
+};
+
 /* One result row: the error statistics, timing, telemetry and kernel resources as their own
  * structs, and the quantities the runner derives. */
 typedef struct {
@@ -80,6 +108,7 @@ typedef struct {
   int32_t status;  /* kv_case_status */
   uint64_t fingerprint;
   kv_errstats stats; /* of output 0 against the reference (stats.hist: the histogram dataset) */
+  double part_stats[KV_MAX_PARTS][KV_N_PART_STATS]; /* of each part of output 0 (KV_PART_STATS); NaN past the family's parts */
   kv_timing timing;
   kv_telemetry tel;
   kv_kernel_resources res;
@@ -93,5 +122,7 @@ typedef struct {
 
 /* A result with every statistic unset (NaN / -1), status not_run. */
 void kv_result_init(kv_result *r, int rank, int family, uint64_t cell);
+/* The KV_PART_STATS fields of st into row[KV_N_PART_STATS]. */
+void kv_result_part_stats(const kv_errstats *st, double *row);
 
 #endif

@@ -24,7 +24,7 @@
 #error "KV_HDF5_PARALLEL is 1 but these HDF5 headers are the serial flavour"
 #endif
 
-#define KV_LAYOUT_VERSION 2
+#define KV_LAYOUT_VERSION 3
 
 /* Counts of the result fields from the X-macro lists of result.h. */
 enum {
@@ -53,6 +53,7 @@ typedef struct {
   int n_dims; /* 1 + number of axes */
   hsize_t dims[KV_MAX_AXES + 2];
   hid_t group, status, fingerprint, checksum, message, hist;
+  hid_t part_stats; /* [rank, axes..., part, part_stat] of a family with parts, else invalid */
   hid_t dbl[KV_N_DOUBLES], ints[KV_N_INTS];
   hid_t fp_distinct, fp_majority, fp_agrees;
 } kv_out_family;

@@ -29,6 +29,10 @@ static const char *const fp_distinct_doc = "distinct fingerprints among ranks wi
 static const char *const fp_majority_doc = "majority fingerprint among ranks with the same device model (0: not compared)";
 static const char *const fp_agrees_doc = "1 agrees with the majority of its device model, 0 disagrees, 2 not comparable";
 static const char *const hist_bin_doc = "log10 |out - ref|, lower bin edge";
+static const char *const part_stats_doc = "error statistics of each part of the checked output (names in part, "
+                                          "statistics in part_stat)";
+static const char *const part_doc = "part of the checked output (the family's out_parts: equal, contiguous rows)";
+static const char *const part_stat_doc = "error statistic of a part (the whole output's dataset of the same name)";
 
 /* The status enum as a named (committed) datatype of the root group: netCDF-C reads an enum
  * variable only through a named type, and (in netCDF-C 4.9) only when it has read that type
@@ -48,15 +52,19 @@ kv_status kv_layout_structure(kv_output *o, hid_t file) {
   for (int f = 0; f < o->plan->n_fam; f++) {
     kv_out_family *of = &o->fam[f];
     int nd = of->n_dims;
-    hsize_t hdims[KV_MAX_AXES + 2];
+    hsize_t hdims[KV_MAX_AXES + 2], pdims[KV_MAX_AXES + 3];
     memcpy(hdims, of->dims, sizeof hdims);
     hdims[nd] = KV_HIST_BINS;
+    memcpy(pdims, of->dims, sizeof of->dims);
+    const int n_parts = kv_family_parts(of->fp->family);
+    pdims[nd] = (hsize_t)n_parts;
+    pdims[nd + 1] = KV_N_PART_STATS;
     hid_t g = H5Gcreate2(file, of->fp->name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (CHECK_H5(g)) {
       kv_h5_close_id(&t_case);
       return KV_ERR;
     }
-    hid_t ds[8 + KV_N_DOUBLES + KV_N_INTS]; /* 8: status ... fp_agrees below */
+    hid_t ds[9 + KV_N_DOUBLES + KV_N_INTS]; /* 9: status ... part_stats below */
     int n = 0;
     kv_status st = KV_OK;
 #define KV_MAKE(name, ft, rank, dims, mt, fill)                                                 \
@@ -75,6 +83,7 @@ kv_status kv_layout_structure(kv_output *o, hid_t file) {
     KV_MAKE("fp_distinct", H5T_STD_I32LE, nd - 1, of->dims + 1, H5T_NATIVE_INT32, NULL)
     KV_MAKE("fp_majority", H5T_STD_U64LE, nd - 1, of->dims + 1, H5T_NATIVE_UINT64, NULL)
     KV_MAKE("fp_agrees", H5T_STD_I8LE, nd, of->dims, H5T_NATIVE_INT8, &fill_agrees)
+    if (n_parts > 0) KV_MAKE("part_stats", H5T_IEEE_F64LE, nd + 2, pdims, H5T_NATIVE_DOUBLE, &nan)
 #undef KV_MAKE
     for (int i = 0; i < n; i++) kv_h5_close_id(&ds[i]);
     kv_h5_close_id(&g);
@@ -372,10 +381,12 @@ static uint64_t skipped_checksum(const char *message) {
   double dbl[KV_N_DOUBLES + 1];
   int64_t ints[KV_N_INTS + 1];
   uint64_t hist[KV_HIST_BINS] = {0};
+  double parts[KV_ROW_PART_VALUES];
   for (int i = 0; i < KV_N_DOUBLES; i++) dbl[i] = NAN;
   for (int i = 0; i < KV_N_INTS; i++) ints[i] = KV_FILL_INT;
+  for (int i = 0; i < KV_ROW_PART_VALUES; i++) parts[i] = NAN;
   unsigned char row[KV_ROW_BYTES];
-  kv_row_pack(row, KV_SKIPPED, 0, message, dbl, ints, hist);
+  kv_row_pack(row, KV_SKIPPED, 0, message, dbl, ints, hist, parts);
   return kv_row_checksum(row);
 }
 
@@ -452,6 +463,32 @@ static kv_status mark_skipped(kv_output *o, const kv_out_family *of, hid_t g) {
   return st;
 }
 
+/* The dataset part_stats of a family with parts: its two scales, part (the family's names)
+ * and part_stat (KV_PART_STATS), and its description; sc holds the rank and axis scales. */
+static kv_status describe_parts(kv_output *o, const kv_family_plan *fp, hid_t g, const hid_t *sc, const char *coords) {
+  const int n_parts = kv_family_parts(fp->family), na = fp->n_axes;
+  if (n_parts == 0) return KV_OK;
+  static const char *const stat_names[] = {
+#define KV_X(name, member, doc) #name,
+      KV_PART_STATS(KV_X)
+#undef KV_X
+  };
+  hid_t psc[KV_MAX_AXES + 3];
+  memcpy(psc, sc, sizeof(hid_t) * (size_t)(na + 1));
+  psc[na + 1] = psc[na + 2] = H5I_INVALID_HID;
+  kv_status st = small_dataset(g, "part", o->t_vstr, o->t_vstr, (hsize_t)n_parts, fp->family->out_parts, 1, &psc[na + 1]);
+  if (st == KV_OK) st = cf_names(o, psc[na + 1], NULL, part_doc);
+  if (st == KV_OK)
+    st = small_dataset(g, "part_stat", o->t_vstr, o->t_vstr, KV_N_PART_STATS, stat_names, 1, &psc[na + 2]);
+  if (st == KV_OK) st = cf_names(o, psc[na + 2], NULL, part_stat_doc);
+  const double nan = NAN;
+  const dataset_desc dd = {"1", part_stats_doc, H5T_NATIVE_DOUBLE, &nan, coords, 0, na + 3};
+  if (st == KV_OK) st = describe_dataset(o, g, "part_stats", &dd, psc);
+  kv_h5_close_id(&psc[na + 1]);
+  kv_h5_close_id(&psc[na + 2]);
+  return st;
+}
+
 static kv_status describe_family(kv_output *o, const kv_out_family *of, hid_t file) {
   const kv_family_plan *fp = of->fp;
   int na = fp->n_axes;
@@ -488,6 +525,7 @@ static kv_status describe_family(kv_output *o, const kv_out_family *of, hid_t fi
   KV_DESC("fp_majority", NULL, fp_majority_doc, H5T_NATIVE_ULLONG, &fill_u64, 1, na)
   KV_DESC("fp_agrees", NULL, fp_agrees_doc, H5T_NATIVE_SCHAR, &fill_agrees, 0, na + 1)
 #undef KV_DESC
+  if (st == KV_OK) st = describe_parts(o, fp, g, sc, coords);
   if (st == KV_OK) st = status_flags(o, g);
   if (st == KV_OK && fp->n_skipped > 0) st = mark_skipped(o, of, g);
   if (st == KV_OK) st = path_dataset(o, fp, g, sc);
@@ -512,7 +550,9 @@ double kv_layout_bytes(const kv_output *o, const kv_deck *d) {
     const kv_family_plan *fp = o->fam[f].fp;
     double cells = (double)fp->n_cells, scale_refs = 0;
     for (int a = 0; a < fp->n_axes; a++) scale_refs += 64.0 * fp->axis[a].n;
-    bytes += cells * (o->nranks * per_row + 12) + datasets * (16384 + 64.0 * (fp->n_axes + 2)) + scale_refs + 65536;
+    const double part_bytes = 8.0 * kv_family_parts(fp->family) * KV_N_PART_STATS;
+    bytes += cells * (o->nranks * (per_row + part_bytes) + 12) + datasets * (16384 + 64.0 * (fp->n_axes + 2)) +
+             scale_refs + 65536;
   }
   return bytes;
 }

@@ -78,7 +78,7 @@ kv_status kv_output_collective(kv_output *o, kv_status st, const char *what) {
 }
 
 static void family_handles_invalid(kv_out_family *of) {
-  of->group = of->status = of->fingerprint = of->checksum = of->message = of->hist = H5I_INVALID_HID;
+  of->group = of->status = of->fingerprint = of->checksum = of->message = of->hist = of->part_stats = H5I_INVALID_HID;
   of->fp_distinct = of->fp_majority = of->fp_agrees = H5I_INVALID_HID;
   for (int i = 0; i < KV_N_DOUBLES; i++) of->dbl[i] = H5I_INVALID_HID;
   for (int i = 0; i < KV_N_INTS; i++) of->ints[i] = H5I_INVALID_HID;
@@ -90,6 +90,7 @@ static void family_handles_close(kv_out_family *of) {
   kv_h5_close_id(&of->checksum);
   kv_h5_close_id(&of->message);
   kv_h5_close_id(&of->hist);
+  kv_h5_close_id(&of->part_stats);
   kv_h5_close_id(&of->fp_distinct);
   kv_h5_close_id(&of->fp_majority);
   kv_h5_close_id(&of->fp_agrees);
@@ -194,6 +195,9 @@ static kv_status open_family(kv_output *o, kv_out_family *of) {
   KV_OPEN(of->checksum, "checksum")
   KV_OPEN(of->message, "message")
   KV_OPEN(of->hist, "hist")
+  if (kv_family_parts(of->fp->family) > 0) {
+    KV_OPEN(of->part_stats, "part_stats")
+  }
   KV_OPEN(of->fp_distinct, "fp_distinct")
   KV_OPEN(of->fp_majority, "fp_majority")
   KV_OPEN(of->fp_agrees, "fp_agrees")

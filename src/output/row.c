@@ -1,7 +1,8 @@
 /* row.c - the canonical bytes of one result row, the same whether they come from a kv_result
  * or from the file: status (int8), fingerprint (u64), message (96 bytes, NUL-padded), the
- * float64 fields and then the int64 fields of result.h in X-macro order, and the histogram
- * (KV_HIST_BINS u64), every number little-endian. Their XXH64 is the row's `checksum`
+ * float64 fields and then the int64 fields of result.h in X-macro order, the histogram
+ * (KV_HIST_BINS u64) and the part statistics (KV_MAX_PARTS x KV_N_PART_STATS float64, NaN past
+ * the family's parts), every number little-endian. Their XXH64 is the row's `checksum`
  * dataset, which --resume verifies for every row it keeps, and the same bytes are the
  * records of the per-rank journal (journal.c). tests/system/kvrows.py reads them too. */
 #include "output/row.h"
@@ -28,7 +29,7 @@ static uint64_t dbits(double d) {
 }
 
 void kv_row_pack(unsigned char *buf, int status, uint64_t fingerprint, const char *message, const double *dbl,
-                 const int64_t *ints, const uint64_t *hist) {
+                 const int64_t *ints, const uint64_t *hist, const double *parts) {
   unsigned char *p = buf;
   *p++ = (unsigned char)(signed char)status;
   p = put64(p, fingerprint);
@@ -37,6 +38,7 @@ void kv_row_pack(unsigned char *buf, int status, uint64_t fingerprint, const cha
   for (int i = 0; i < KV_N_DOUBLES; i++) p = put64(p, dbits(dbl[i]));
   for (int i = 0; i < KV_N_INTS; i++) p = put64(p, (uint64_t)ints[i]);
   for (int i = 0; i < KV_HIST_BINS; i++) p = put64(p, hist[i]);
+  for (int i = 0; i < KV_ROW_PART_VALUES; i++) p = put64(p, dbits(parts[i]));
 }
 
 void kv_row_from_result(const kv_result *r, unsigned char *buf) {
@@ -50,7 +52,7 @@ void kv_row_from_result(const kv_result *r, unsigned char *buf) {
 #define KV_X(name, member, unit, doc) ints[KV_INT_##name] = (int64_t)r->member;
   KV_RESULT_INTS(KV_X)
 #undef KV_X
-  kv_row_pack(buf, r->status, r->fingerprint, message, dbl, ints, r->stats.hist);
+  kv_row_pack(buf, r->status, r->fingerprint, message, dbl, ints, r->stats.hist, &r->part_stats[0][0]);
 }
 
 void kv_row_to_result(const unsigned char *buf, kv_result *r) {
@@ -75,6 +77,10 @@ void kv_row_to_result(const unsigned char *buf, kv_result *r) {
   KV_RESULT_INTS(KV_X)
 #undef KV_X
   for (int i = 0; i < KV_HIST_BINS; i++, p += 8) r->stats.hist[i] = get64(p);
+  for (int i = 0; i < KV_ROW_PART_VALUES; i++, p += 8) {
+    const uint64_t bits = get64(p);
+    memcpy(&r->part_stats[i / KV_N_PART_STATS][i % KV_N_PART_STATS], &bits, 8);
+  }
 }
 
 uint64_t kv_row_checksum(const unsigned char *buf) { return kv_fingerprint(buf, KV_ROW_BYTES); }
@@ -84,6 +90,10 @@ uint64_t kv_row_fields_hash(void) {
 #define KV_X(name, member, unit, doc) "," #name
       KV_RESULT_DOUBLES(KV_X) KV_RESULT_INTS(KV_X)
 #undef KV_X
-      ",hist";
-  return kv_fingerprint(names, sizeof names - 1) ^ (uint64_t)KV_HIST_BINS;
+      ",hist"
+#define KV_X(name, member, doc) ",part_" #name
+      KV_PART_STATS(KV_X)
+#undef KV_X
+      ;
+  return kv_fingerprint(names, sizeof names - 1) ^ (uint64_t)KV_HIST_BINS ^ ((uint64_t)KV_MAX_PARTS << 32);
 }

@@ -38,9 +38,13 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
   const kv_out_family *of = &o->fam[f];
   const kv_result *src = r ? r : &blank;
   int nd = of->n_dims;
-  hsize_t start[KV_MAX_AXES + 2] = {0}, count[KV_MAX_AXES + 2], hdims[KV_MAX_AXES + 2];
-  memcpy(hdims, of->dims, sizeof hdims);
+  const int n_parts = kv_family_parts(of->fp->family);
+  hsize_t start[KV_MAX_AXES + 3] = {0}, count[KV_MAX_AXES + 3], hdims[KV_MAX_AXES + 3], pdims[KV_MAX_AXES + 3];
+  memcpy(hdims, of->dims, sizeof of->dims);
   hdims[nd] = KV_HIST_BINS;
+  memcpy(pdims, of->dims, sizeof of->dims);
+  pdims[nd] = (hsize_t)n_parts;
+  pdims[nd + 1] = KV_N_PART_STATS;
   for (int i = 0; i < nd; i++) count[i] = 1;
   count[nd] = KV_HIST_BINS;
   start[0] = (hsize_t)src->rank;
@@ -77,6 +81,17 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
   KV_RESULT_INTS(KV_X)
 #undef KV_X
   if (st == KV_OK) st = CHECK_H5(H5Dwrite(of->hist, H5T_NATIVE_UINT64, hms, hfs, o->dxpl, src->stats.hist));
+  if (st == KV_OK && n_parts > 0) {
+    hid_t pfs, pms;
+    hsize_t pcount[KV_MAX_AXES + 3];
+    memcpy(pcount, count, sizeof pcount);
+    pcount[nd] = (hsize_t)n_parts;
+    pcount[nd + 1] = KV_N_PART_STATS;
+    st = kv_h5_select(nd + 2, pdims, start, r ? pcount : NULL, (hsize_t)n_parts * KV_N_PART_STATS, &pfs, &pms);
+    if (st == KV_OK) st = CHECK_H5(H5Dwrite(of->part_stats, H5T_NATIVE_DOUBLE, pms, pfs, o->dxpl, &src->part_stats[0][0]));
+    kv_h5_close_id(&pfs);
+    kv_h5_close_id(&pms);
+  }
   KV_W(of->checksum, H5T_NATIVE_UINT64, &checksum)
   /* Status last: the writes reach the file at once and in this order (serial: no data
    * sieve, see kv_h5_serial_fapl; parallel: MPI-IO writes), so a process killed mid-cell

@@ -24,6 +24,7 @@
 #include "numerics/errstats.h"
 #include "numerics/tolerance.h"
 #include "run/conform.h"
+#include "run/parts.h"
 
 /* Severity of a status: a more severe finding replaces the verdict (and its message). */
 static int severity(int status) {
@@ -116,7 +117,9 @@ static void judge_aux(const kv_case *c, const kv_run_settings *rs, const kv_case
 
 /* A systematic bias in the rounding of the output: judged where the family says the output
  * must be unbiased, the output is a 16-bit type (an fp32 output's rounding is not the last
- * step of a computation in a wider type) and enough elements are in the statistics. */
+ * step of a computation in a wider type) and enough elements are in the statistics. The parts
+ * of an output are not judged apart: their errors share per-row quantities (fa2bwd: a query
+ * row's LSE and D), so their standard error understates the spread of their means. */
 static void judge_bias(const kv_case *c, const kv_run_settings *rs, kv_result *r) {
   const kv_errstats *s = &r->stats;
   const kv_family *f = c->fp->family;
@@ -130,6 +133,31 @@ static void judge_bias(const kv_case *c, const kv_run_settings *rs, kv_result *r
   else if (fabs(s->bias_mag_ulp) > limit)
     raise_status(r, KV_FAIL_BIAS, "rounding bias %+.3g ulp %s zero (se %.2g, limit %.2g): truncation?",
                  s->bias_mag_ulp, s->bias_mag_ulp < 0 ? "toward" : "away from", s->bias_se, limit);
+}
+
+/* The statistics of each part of the output (kv_family.out_parts): the backend's, else the
+ * host's; recorded in the row, and a harness error when they do not tile the whole output's. */
+static kv_status judge_parts(const kv_case *c, const kv_cost *cost, const kv_run_settings *rs, const kv_case_data *d,
+                             kv_result *r) {
+  const int n_parts = kv_family_parts(c->fp->family);
+  if (n_parts == 0) return KV_OK;
+  kv_errstats parts[KV_MAX_PARTS];
+  char why[KV_MESSAGE_LEN] = "";
+  if (cost->rows % (size_t)n_parts)
+    snprintf(why, sizeof why, "%zu output rows are not %d equal parts", cost->rows, n_parts);
+  else if (d->has_part_stats)
+    memcpy(parts, d->part_stats, sizeof d->part_stats);
+  else {
+    const kv_tolerance tol = tolerance_of(c, rs);
+    KV_TRY(kv_parts_host_stats(c, cost, &tol, d, parts));
+  }
+  if (!why[0]) kv_parts_consistency(&r->stats, parts, n_parts, why, sizeof why);
+  if (why[0]) {
+    raise_status(r, KV_ERROR, "harness: parts: %s", why);
+    return KV_OK;
+  }
+  for (int p = 0; p < n_parts; p++) kv_result_part_stats(&parts[p], r->part_stats[p]);
+  return KV_OK;
 }
 
 /* An accuracy failure (fail_tolerance, fail_nonfinite) of a case whose conformance is judged
@@ -198,9 +226,13 @@ kv_status kv_judge_case(const kv_case *c, const kv_cost *cost, const kv_run_sett
   if (r->status == KV_FAIL_NONFINITE)
     snprintf(r->message, sizeof r->message, "%lld NaN, %lld Inf outputs where the reference is finite",
              (long long)r->stats.n_nan, (long long)r->stats.n_inf);
-  else if (r->status == KV_FAIL_TOLERANCE)
-    snprintf(r->message, sizeof r->message, "output beyond its bound: %.3g x bound at element %lld",
-             r->stats.max_bound_ratio, (long long)r->stats.worst_index);
+  else if (r->status == KV_FAIL_TOLERANCE) {
+    const char *part = kv_parts_name_of(c, cost, cost->row_len, r->stats.worst_index);
+    snprintf(r->message, sizeof r->message, "output beyond its bound: %.3g x bound at element %lld%s%s%s",
+             r->stats.max_bound_ratio, (long long)r->stats.worst_index, part ? " (" : "", part ? part : "",
+             part ? ")" : "");
+  }
+  KV_TRY(judge_parts(c, cost, rs, d, r));
   judge_aux(c, rs, d, r);
   KV_TRY(judge_conformance(c, rs, d, r));
   judge_bias(c, rs, r);

@@ -2,10 +2,11 @@
 """check_layout.py - check that a kval HDF5 file follows the agreed layout (README, "HDF5 file
 layout"), with h5py and with xarray (engine h5netcdf, one group at a time): root attributes,
 /ranks (one row per rank), every family group with its axis, rank and hist_bin dimension
-scales, the per-cell datasets with their types, fill values, CF long_name and named
+scales (and the part and part_stat scales of a family whose output has parts), the per-cell datasets with their types, fill values, CF long_name and named
 dimensions, the status enum (the named type /case_status), the numeric coordinates named by
 the CF coordinates attribute, the fingerprint comparison datasets, the contents of cells that
-were not run, and the row checksum of every cell that holds a result (tests/system/kvrows.py).
+were not run, the part statistics that add up to the whole output's, and the row checksum of
+every cell that holds a result (tests/system/kvrows.py).
 
 Usage: python3 tests/system/check_layout.py FILE [FILE...] --nranks N [--expect-run]
   --expect-run  the file comes from a finished run: complete == 1, every planned case has a
@@ -50,7 +51,10 @@ RANK_FIELDS = {"host": "s", "local_rank": "i", "local_size": "i", "device_index"
                "memory_bytes": "f", "driver_version": "i", "runtime_version": "i", "copy_gbps": "f",
                "matrix_tflops": "f", "fp64_tflops": "f", "nvml": "s"}
 SPECIAL = {"status", "fingerprint", "checksum", "message", "hist", "fp_distinct", "fp_majority", "fp_agrees", "path", "rank",
-           "hist_bin"}
+           "hist_bin", "part", "part_stat"}
+# the families whose checked output has parts (kv_family.out_parts), and their names
+PARTS = {"fa2bwd": ["dq", "dk", "dv"]}
+MAX_PARTS, PART_STATS = kvrows.part_layout()
 
 
 def layout_version():
@@ -180,6 +184,20 @@ class Checker:
                 "fp_majority": (shape, np.uint64, 0), "fp_agrees": (full, np.int8, 2)}
         spec.update({d: (full, np.float64, np.nan) for d in doubles})
         spec.update({i: (full, np.int64, -1) for i in ints})
+        parts = PARTS.get(name.split(".")[0], [])
+        part = part_stat = None
+        if parts:
+            part = self.scale(g, "part", len(parts), where)
+            part_stat = self.scale(g, "part_stat", len(PART_STATS), where)
+            if part is None or part_stat is None:
+                return
+            text = lambda v: [x.decode() if isinstance(x, bytes) else x for x in v[()]]
+            self.expect(text(part) == parts, where + "/part", "values %s, expected %s" % (text(part), parts))
+            self.expect(text(part_stat) == PART_STATS, where + "/part_stat", "values %s" % text(part_stat))
+            spec["part_stats"] = (full + (len(parts), len(PART_STATS)), np.float64, np.nan)
+        self.expect(len(parts) <= MAX_PARTS, where, "%d parts, at most %d" % (len(parts), MAX_PARTS))
+        self.expect(parts or not any(k in g for k in ("part", "part_stat", "part_stats")), where,
+                    "part statistics in a family without parts")
         for dname, (dshape, dtype, fill) in spec.items():
             if not self.expect(dname in g, where, "dataset %s missing" % dname):
                 continue
@@ -192,6 +210,8 @@ class Checker:
             self.expect(same, dw, "fill value %r, expected %r" % (got_fill, fill))
             if dname == "hist":
                 scales = cell_scales + [hist_bin]
+            elif dname == "part_stats":
+                scales = cell_scales + [part, part_stat]
             elif dname in ("fp_distinct", "fp_majority"):
                 scales = axis_scales
             else:
@@ -225,8 +245,10 @@ class Checker:
             self.status_enum(g["status"], where + "/status")
         if len(self.problems) == start:
             self.cells(g, where, doubles, ints, n_skipped)
+        if len(self.problems) == start and parts:
+            self.part_cells(g, where)
         if len(self.problems) == start and HAVE_H5NETCDF:
-            self.xarray_view(name, axes, axis_scales, doubles, ints)
+            self.xarray_view(name, axes, axis_scales, doubles, ints, len(parts))
 
     def status_enum(self, d, where):
         mapping = h5py.check_enum_dtype(d.dtype)
@@ -287,10 +309,31 @@ class Checker:
         self.expect((nc[ran] > 0).all(), where + "/n_checked", "run cells with no checked element")
         self.expect(not ((flat == ERROR) & empty).any(), where + "/message", "error cells without a message")
 
-    def xarray_view(self, name, axes, axis_scales, doubles, ints):
+    def part_cells(self, g, where):
+        """Cells not run hold NaN part statistics; the parts of a judged cell tile its output:
+        their checked elements add up to the whole's and their largest bound ratio is the
+        whole's."""
+        flat = g["status"][()].reshape(self.nranks, -1)
+        ps = g["part_stats"][()].reshape(self.nranks, flat.shape[1], -1, len(PART_STATS))
+        stat = lambda s: ps[..., PART_STATS.index(s)]
+        not_run = flat == NOT_RUN
+        self.expect(np.isnan(ps[not_run]).all(), where + "/part_stats", "not-run cells that hold part statistics")
+        judged = np.isin(flat, (PASS, FAIL_TOL, FAIL_NONFINITE))
+        self.expect(np.isfinite(stat("n_checked")).all(axis=-1)[judged].all(), where + "/part_stats",
+                    "judged cells without part statistics")
+        nc = g["n_checked"][()].reshape(self.nranks, -1)
+        ratio = g["max_bound_ratio"][()].reshape(self.nranks, -1)
+        self.expect((stat("n_checked").sum(axis=-1)[judged] == nc[judged]).all(), where + "/part_stats",
+                    "cells whose parts' checked elements do not add up to n_checked")
+        self.expect((stat("max_bound_ratio").max(axis=-1)[judged] == ratio[judged]).all(), where + "/part_stats",
+                    "cells whose parts' largest bound ratio is not max_bound_ratio")
+
+    def xarray_view(self, name, axes, axis_scales, doubles, ints, n_parts):
         where = "/%s (xarray)" % name
         ds = xr.open_dataset(self.path, group=name, engine="h5netcdf")
         want_dims = {"rank": self.nranks, "hist_bin": HIST_BINS}
+        if n_parts:
+            want_dims.update({"part": n_parts, "part_stat": len(PART_STATS)})
         want_dims.update({a: s.shape[0] for a, s in zip(axes, axis_scales)})
         self.expect(dict(ds.sizes) == want_dims, where, "dimensions %s, expected %s" % (dict(ds.sizes), want_dims))
         cell = ("rank",) + tuple(axes)
@@ -299,6 +342,9 @@ class Checker:
         for v in doubles:
             self.expect(ds[v].dtype == np.float64, where, "%s decoded as %s" % (v, ds[v].dtype))
         self.expect(ds["hist"].dims == cell + ("hist_bin",), where, "hist dims %s" % (ds["hist"].dims,))
+        if n_parts:
+            self.expect(ds["part_stats"].dims == cell + ("part", "part_stat"), where,
+                        "part_stats dims %s" % (ds["part_stats"].dims,))
         for v in ("fp_distinct", "fp_majority"):
             self.expect(ds[v].dims == tuple(axes), where, "%s dims %s" % (v, ds[v].dims))
         self.expect(np.array_equal(ds["rank"].values, np.arange(self.nranks)), where, "rank coordinate")

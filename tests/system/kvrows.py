@@ -3,8 +3,9 @@ row checksum of every cell of a family group (XXH64, vectorised over cells with 
 the records of the per-rank journals PATH.journal-<rank> (src/output/journal.c).
 
   row checksum = XXH64(status int8, fingerprint u64, message 96 bytes, the float64 and then
-                 the int64 fields of src/core/result.h in X-macro order, hist u64 x 20),
-                 every number little-endian
+                 the int64 fields of src/core/result.h in X-macro order, hist u64 x 20, the
+                 part statistics float64 x KV_MAX_PARTS x KV_N_PART_STATS, NaN past the
+                 family's parts), every number little-endian
   journal record = "KVJOURN1", file_id u64, fields hash u64, row bytes u32, rank u32,
                  family name 16 bytes, cell u64, the row, XXH64 of all of that u64
 """
@@ -33,6 +34,15 @@ def result_fields():
             names.extend([m.group(1)] if m.group(1) else phases)
         out.append(names)
     return out
+
+
+def part_layout():
+    """KV_MAX_PARTS (src/family.h) and the names of KV_PART_STATS (src/core/result.h)."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src")
+    max_parts = int(re.search(r"#define KV_MAX_PARTS (\d+)", open(os.path.join(src, "family.h")).read()).group(1))
+    text = open(os.path.join(src, "core", "result.h")).read()
+    body = re.search(r"#define KV_PART_STATS\(X\)(.*?)\n\s*\n", text, re.S).group(1)
+    return max_parts, re.findall(r"\bX\((\w+),", body)
 
 
 def _rotl(x, r):
@@ -78,17 +88,19 @@ def xxh64(rows):
         return h ^ (h >> np.uint64(32))
 
 
-def row_bytes(status, fingerprint, message, doubles, ints, hist):
+def row_bytes(status, fingerprint, message, doubles, ints, hist, parts_values):
     """Canonical bytes of n rows: arrays of n values (message: n x 96 bytes, doubles/ints:
-    lists of n-arrays in result.h order, hist: n x 20)."""
+    lists of n-arrays in result.h order, hist: n x 20, parts_values: n x (KV_MAX_PARTS x
+    KV_N_PART_STATS), NaN past the family's parts)."""
     n = len(status)
-    parts = [np.asarray(status, "<i1").reshape(n, 1).view(np.uint8),
-             np.asarray(fingerprint, "<u8").reshape(n, 1).view(np.uint8),
-             np.frombuffer(b"".join(bytes(m).ljust(MESSAGE_LEN, b"\0") for m in message), np.uint8).reshape(n, -1)]
-    parts += [np.asarray(d, "<f8").reshape(n, 1).view(np.uint8) for d in doubles]
-    parts += [np.asarray(i, "<i8").reshape(n, 1).view(np.uint8) for i in ints]
-    parts.append(np.asarray(hist, "<u8").reshape(n, HIST_BINS).view(np.uint8))
-    return np.concatenate(parts, axis=1)
+    cols = [np.asarray(status, "<i1").reshape(n, 1).view(np.uint8),
+            np.asarray(fingerprint, "<u8").reshape(n, 1).view(np.uint8),
+            np.frombuffer(b"".join(bytes(m).ljust(MESSAGE_LEN, b"\0") for m in message), np.uint8).reshape(n, -1)]
+    cols += [np.asarray(d, "<f8").reshape(n, 1).view(np.uint8) for d in doubles]
+    cols += [np.asarray(i, "<i8").reshape(n, 1).view(np.uint8) for i in ints]
+    cols.append(np.asarray(hist, "<u8").reshape(n, HIST_BINS).view(np.uint8))
+    cols.append(np.ascontiguousarray(parts_values, "<f8").reshape(n, -1).view(np.uint8))
+    return np.concatenate(cols, axis=1)
 
 
 def group_checksums(g):
@@ -97,22 +109,30 @@ def group_checksums(g):
     shape = g["status"].shape
     n = int(np.prod(shape))
     flat = lambda name: g[name][()].reshape(n)
+    max_parts, stats = part_layout()
+    parts = np.full((n, max_parts, len(stats)), np.nan)
+    if "part_stats" in g:
+        have = g["part_stats"][()].reshape(n, -1, len(stats))
+        parts[:, :have.shape[1], :] = have
     rows = row_bytes(flat("status"), flat("fingerprint"), g["message"][()].reshape(n),
-                     [flat(d) for d in doubles], [flat(i) for i in ints], g["hist"][()].reshape(n, HIST_BINS))
+                     [flat(d) for d in doubles], [flat(i) for i in ints], g["hist"][()].reshape(n, HIST_BINS), parts)
     return xxh64(rows).reshape(shape)
 
 
 def fields_hash():
     doubles, ints = result_fields()
-    names = ",".join(["status", "fingerprint", "message"] + doubles + ints + ["hist"]).encode()
-    return int(xxh64(np.frombuffer(names, np.uint8).reshape(1, -1))[0]) ^ HIST_BINS
+    max_parts, stats = part_layout()
+    names = ",".join(["status", "fingerprint", "message"] + doubles + ints + ["hist"] +
+                     ["part_" + s for s in stats]).encode()
+    return int(xxh64(np.frombuffer(names, np.uint8).reshape(1, -1))[0]) ^ HIST_BINS ^ (max_parts << 32)
 
 
 def journal_rows(path, rank, file_id):
     """The valid records of PATH.journal-RANK for the file with this file_id, as dicts with
     family, cell, status and fingerprint."""
     doubles, ints = result_fields()
-    row_len = 1 + 8 + MESSAGE_LEN + 8 * (len(doubles) + len(ints)) + 8 * HIST_BINS
+    max_parts, stats = part_layout()
+    row_len = 1 + 8 + MESSAGE_LEN + 8 * (len(doubles) + len(ints)) + 8 * HIST_BINS + 8 * max_parts * len(stats)
     size = HEADER + row_len + 8
     try:
         data = open("%s.journal-%d" % (path, rank), "rb").read()

@@ -8,8 +8,11 @@
  * statistics) judges the output, sampled rows included, and the conformance verdict
  * (conform.c): an accuracy failure equal to the emulation bit for bit is inaccurate only for
  * a reduced accumulator where the model is exact; one differing bit, an fp32 accumulator or
- * any other finding keeps it failing; a passing case never runs the emulation. Removing any
- * branch of judge.c fails a check here. */
+ * any other finding keeps it failing; a passing case never runs the emulation; and the
+ * statistics of an output's parts (parts.c): on the host from all or sampled rows, the part
+ * named in a tolerance message, the backend's part statistics checked against the whole
+ * output's (each way they can fail to tile it), rows that do not split evenly. Removing any
+ * branch of judge.c or parts.c fails a check here. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +23,7 @@
 #include "numerics/rng.h"
 #include "numerics/tolerance.h"
 #include "run/judge.h"
+#include "run/parts.h"
 #include "test_util.h"
 
 static int unbiased_yes(const kv_case *c) { (void)c; return 1; }
@@ -137,6 +141,15 @@ static void probe_case(kv_case_data *d, kv_result *r, float *out, int contradict
   outcome_contradicts = contradicts == 1;
   if (contradicts == 2) snprintf(d->nondeterministic, sizeof d->nondeterministic, "launches differ");
   judge(d, r);
+}
+
+/* Eight outputs 1..8, each its reference rounded to fp16 (a clean output of 4 rows of 2). */
+static void ramp(uint16_t *out, double *ref, double *mag) {
+  for (int i = 0; i < 8; i++) {
+    ref[i] = 1.0 + i;
+    mag[i] = 0.0;
+    out[i] = kv_f64_to_f16(ref[i]);
+  }
 }
 
 #define EXPECT_STATUS(r, want)                                                                   \
@@ -455,11 +468,7 @@ int main(void) {
   {
     uint16_t out[8];
     double ref[8], mag[8];
-    for (int i = 0; i < 8; i++) {
-      ref[i] = 1.0 + i;
-      mag[i] = 0.0;
-      out[i] = kv_f64_to_f16(ref[i]);
-    }
+    ramp(out, ref, mag);
     fresh(&d, &r);
     d.has_stats = 0;
     d.out = out;
@@ -501,6 +510,87 @@ int main(void) {
     EXPECT(r.stats.worst_index == 5, "sampled: worst_index %lld, expected 5 (row 2, column 1)",
            (long long)r.stats.worst_index);
     EXPECT(r.ref_rows == 2, "ref_rows %lld, expected 2", (long long)r.ref_rows);
+  }
+
+  TEST("parts of the output: host statistics of all and of sampled rows, the part in the message, the tiling check");
+  {
+    static const char *const two[] = {"a", "b", NULL};
+    uint16_t out[8];
+    double ref[8], mag[8];
+    ramp(out, ref, mag);
+    out[5] = kv_f64_to_f16(ref[5] + 0.25);
+#define PARTS_CASE()          \
+  fresh(&d, &r);              \
+  fam.out_parts = two;        \
+  cost.rows = 4;              \
+  cost.row_len = 2;           \
+  d.has_stats = 0;            \
+  d.out = out;                \
+  d.out_type = KV_FP16;       \
+  d.ref = ref;                \
+  d.mag = mag;                \
+  d.n_rows = 4;               \
+  d.row_len = 2;
+    PARTS_CASE()
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
+    EXPECT(strstr(r.message, "at element 5 (b)") != NULL, "message \"%s\" names element 5 of part b", r.message);
+    EXPECT(r.part_stats[0][KV_PART_n_checked] == 4 && r.part_stats[1][KV_PART_n_checked] == 4,
+           "parts checked %g and %g, expected 4 each", r.part_stats[0][KV_PART_n_checked], r.part_stats[1][KV_PART_n_checked]);
+    EXPECT(r.part_stats[0][KV_PART_max_bound_ratio] == 0.0 && r.part_stats[1][KV_PART_worst_index] == 5.0 &&
+               r.part_stats[1][KV_PART_max_bound_ratio] == r.stats.max_bound_ratio,
+           "part a's bound ratio %g (expected 0), part b's worst index %g (expected 5)",
+           r.part_stats[0][KV_PART_max_bound_ratio], r.part_stats[1][KV_PART_worst_index]);
+    EXPECT(isnan(r.part_stats[2][KV_PART_max_abs]), "a third part's statistics %g, expected NaN", r.part_stats[2][KV_PART_max_abs]);
+    /* sampled rows 1 and 2: one in each part, the reference holds their 4 values */
+    size_t rows[2] = {1, 2};
+    double sref[4] = {ref[2], ref[3], ref[4], ref[5]}, smag[4] = {0, 0, 0, 0};
+    PARTS_CASE()
+    d.ref = sref;
+    d.mag = smag;
+    d.rows = rows;
+    d.n_rows = 2;
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
+    EXPECT(r.part_stats[0][KV_PART_n_checked] == 2 && r.part_stats[1][KV_PART_n_checked] == 2 &&
+               r.part_stats[1][KV_PART_worst_index] == 5.0 && r.part_stats[0][KV_PART_worst_index] == 2.0,
+           "sampled parts: checked %g, %g (expected 2, 2), worst %g, %g (expected 2, 5)",
+           r.part_stats[0][KV_PART_n_checked], r.part_stats[1][KV_PART_n_checked],
+           r.part_stats[0][KV_PART_worst_index], r.part_stats[1][KV_PART_worst_index]);
+    /* the backend's part statistics: the host's pass the tiling check; each broken field fails it */
+    kv_errstats good[2];
+    PARTS_CASE()
+    judge(&d, &r);
+    const kv_errstats whole = r.stats;
+    kv_tolerance tol = kv_tolerance_default(kcase.prec);
+    EXPECT(kv_parts_host_stats(&kcase, &cost, &tol, &d, good) == KV_OK, "host part statistics");
+    for (int k = 0; k < 6; k++) {
+      fresh(&d, &r);
+      fam.out_parts = two;
+      cost.rows = 4;
+      cost.row_len = 2;
+      d.stats = whole;
+      d.has_part_stats = 1;
+      memcpy(d.part_stats, good, sizeof good);
+      if (k == 1) d.part_stats[0].n_checked++;
+      if (k == 2) d.part_stats[0].hist[3]++;
+      if (k == 3) d.part_stats[1].worst_index = 6;
+      if (k == 4) d.part_stats[0].bias_ulp += 0.25;
+      if (k == 5) cost.rows = 5;
+      judge(&d, &r);
+      if (k == 0) {
+        EXPECT_STATUS(r, KV_FAIL_TOLERANCE);
+      } else {
+        EXPECT_STATUS(r, KV_ERROR);
+        EXPECT(strncmp(r.message, "harness: parts: ", 16) == 0, "break %d: message \"%s\"", k, r.message);
+      }
+    }
+    /* a family without parts records none */
+    fresh(&d, &r);
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_PASS);
+    EXPECT(isnan(r.part_stats[0][KV_PART_max_abs]), "no parts: statistics %g, expected NaN", r.part_stats[0][KV_PART_max_abs]);
+#undef PARTS_CASE
   }
   return TEST_RETURN();
 }

@@ -15,6 +15,7 @@
 
 #include "core/check.h"
 #include "core/dtype.h"
+#include "output/internal.h"
 #include "output/output.h"
 #include "tests/unit/test_util.h"
 
@@ -341,7 +342,7 @@ static void verify_file(const char *path, const kv_plan *p, const expect *e, int
   EXPECT(attr_int(file, "complete") == complete, "%s: complete %lld, expected %d", path, attr_int(file, "complete"),
          complete);
   EXPECT(attr_int(file, "nranks") == e->nranks, "%s: nranks", path);
-  EXPECT(attr_int(file, "layout_version") == 2, "%s: layout_version", path);
+  EXPECT(attr_int(file, "layout_version") == KV_LAYOUT_VERSION, "%s: layout_version", path);
   EXPECT(attr_str_is(file, "deck_text", deck_text), "%s: deck_text", path);
   EXPECT(attr_str_is(file, "mode", p->mode == KV_MODE_SPLIT ? "split" : "fleet"), "%s: mode", path);
   EXPECT(attr_str_is(file, "hdf5_flavour", kv_output_flavour()), "%s: hdf5_flavour", path);

@@ -130,6 +130,26 @@ static kv_status download(kv_case_data *d, void **host, const void *dev, size_t 
   return kv_cuda_wait(&ctx, deadline, what);
 }
 
+/* The device statistics of each part of output 0 (kv_family.out_parts: contiguous rows),
+ * worst indices made flat indices of the whole output; the judge checks that they tile the
+ * whole output's and computes them on the host when the rows do not split evenly. */
+static kv_status part_stats(const kv_case *c, const kv_tensors *t, const kv_cost *cost, const kv_tolerance *tol,
+                            const kv_cuda_buffers *b, double deadline, kv_case_data *d) {
+  const int n_parts = kv_family_parts(c->fp->family);
+  if (n_parts == 0 || cost->rows % (size_t)n_parts) return KV_OK;
+  const size_t esize = kv_dtype_size(t->out[0].dtype);
+  for (int p = 0; p < n_parts; p++) {
+    const size_t first = kv_part_first_row(cost->rows, n_parts, p) * cost->row_len;
+    const size_t end = kv_part_first_row(cost->rows, n_parts, p + 1) * cost->row_len;
+    kv_errstats *st = &d->part_stats[p];
+    KV_TRY(kv_cuda_errstats((const char *)b->out[0] + first * esize, t->out[0].dtype, NULL, b->ref + first,
+                            b->mag + first, end - first, c->prec, tol, cost->red_len, deadline, st, ctx.stream));
+    if (st->worst_index >= 0) st->worst_index += (int64_t)first;
+  }
+  d->has_part_stats = 1;
+  return KV_OK;
+}
+
 /* The kernel outputs on the host, the GPU fp64 reference (timed), and either the error
  * statistics computed on the device (d->device_stats) or the whole reference on the host. */
 static kv_status collect(const kv_case *c, const void *problem, const kv_run_settings *rs, const kv_tensors *t,
@@ -156,9 +176,10 @@ static kv_status collect(const kv_case *c, const void *problem, const kv_run_set
   if (d->device_stats) {
     const kv_tolerance tol = rs->has_tol_override ? rs->tol_override : kv_tolerance_default(c->prec);
     const double s0 = kv_wtime();
+    const double deadline = kv_cuda_deadline(rs, 8.0 * pass_estimate(24.0 * (double)t->out[0].count));
     KV_TRY(kv_cuda_errstats(b->out[0], t->out[0].dtype, NULL, b->ref, b->mag, t->out[0].count, c->prec, &tol,
-                            cost->red_len, kv_cuda_deadline(rs, 8.0 * pass_estimate(24.0 * (double)t->out[0].count)),
-                            &d->stats, ctx.stream));
+                            cost->red_len, deadline, &d->stats, ctx.stream));
+    KV_TRY(part_stats(c, t, cost, &tol, b, deadline, d));
     d->phases.stats = kv_wtime() - s0;
     d->has_stats = 1;
     return KV_OK;

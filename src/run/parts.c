@@ -1,0 +1,96 @@
+/* parts.c - the error statistics of each part of a case's output (kv_family.out_parts, e.g.
+ * fa2bwd's dq | dk | dv): computed on the host from the reference the backend handed back,
+ * or taken from the backend (device statistics of each part's rows), and checked against the
+ * whole output's statistics: the parts must tile the output exactly (parts.h). */
+#include "run/parts.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Part p's statistics over the compared elements of its rows: all rows (rows NULL, the part
+ * a contiguous range of out, ref and mag) or the listed rows that fall in the part. */
+static kv_status part_of(const kv_case *c, const kv_cost *cost, const kv_tolerance *tol, const kv_case_data *d,
+                         int n_parts, int p, kv_errstats *st) {
+  const size_t first = kv_part_first_row(cost->rows, n_parts, p), end = kv_part_first_row(cost->rows, n_parts, p + 1);
+  const size_t len = d->row_len;
+  if (!d->rows) {
+    const size_t off = first * len;
+    const char *out = (const char *)d->out + off * kv_dtype_size(d->out_type);
+    if (kv_errstats_compute(out, d->out_type, NULL, d->ref + off, d->mag + off, (end - first) * len, c->prec, tol,
+                            cost->red_len, st))
+      return KV_ERR;
+    if (st->worst_index >= 0) st->worst_index += (int64_t)off;
+    return KV_OK;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < d->n_rows; i++) n += d->rows[i] >= first && d->rows[i] < end;
+  int64_t *index = KV_MALLOC((n ? n : 1) * len * sizeof *index);
+  double *ref = KV_MALLOC((n ? n : 1) * len * sizeof *ref), *mag = KV_MALLOC((n ? n : 1) * len * sizeof *mag);
+  kv_status rc = index && ref && mag ? KV_OK : KV_ERR;
+  size_t k = 0;
+  for (size_t i = 0; rc == KV_OK && i < d->n_rows; i++) {
+    if (d->rows[i] < first || d->rows[i] >= end) continue;
+    for (size_t j = 0; j < len; j++, k++) {
+      index[k] = (int64_t)(d->rows[i] * len + j);
+      ref[k] = d->ref[i * len + j];
+      mag[k] = d->mag[i * len + j];
+    }
+  }
+  if (rc == KV_OK && kv_errstats_compute(d->out, d->out_type, index, ref, mag, k, c->prec, tol, cost->red_len, st))
+    rc = KV_ERR;
+  free(index), free(ref), free(mag);
+  return rc;
+}
+
+kv_status kv_parts_host_stats(const kv_case *c, const kv_cost *cost, const kv_tolerance *tol, const kv_case_data *d,
+                              kv_errstats *parts) {
+  const int n_parts = kv_family_parts(c->fp->family);
+  for (int p = 0; p < n_parts; p++) KV_TRY(part_of(c, cost, tol, d, n_parts, p, &parts[p]));
+  return KV_OK;
+}
+
+/* A sum over the parts agrees with the whole's to 1e-12 (only the order of the terms differs). */
+static int sum_agrees(double whole, double parts) {
+  return whole == parts || (isnan(whole) && isnan(parts)) || fabs(whole - parts) <= 1e-12 * fmax(fabs(whole), fabs(parts));
+}
+
+void kv_parts_consistency(const kv_errstats *whole, const kv_errstats *parts, int n_parts, char *msg, size_t len) {
+  int64_t n_checked = 0, n_nan = 0, n_inf = 0, n_bias = 0;
+  uint64_t hist[KV_HIST_BINS] = {0};
+  double max_abs = 0.0, max_ulp = 0.0, max_ratio = -INFINITY, sum_e = 0.0, sum_s = 0.0;
+  int64_t worst = -1;
+  for (int p = 0; p < n_parts; p++) {
+    const kv_errstats *s = &parts[p];
+    n_checked += s->n_checked, n_nan += s->n_nan, n_inf += s->n_inf, n_bias += s->n_bias;
+    for (int b = 0; b < KV_HIST_BINS; b++) hist[b] += s->hist[b];
+    max_abs = fmax(max_abs, s->max_abs);
+    max_ulp = fmax(max_ulp, s->max_ulp);
+    if (s->n_checked > 0 && s->max_bound_ratio > max_ratio) max_ratio = s->max_bound_ratio, worst = s->worst_index;
+    if (s->n_bias) sum_e += s->bias_ulp * (double)s->n_bias, sum_s += s->bias_mag_ulp * (double)s->n_bias;
+  }
+  msg[0] = '\0';
+  if (n_checked != whole->n_checked || n_nan != whole->n_nan || n_inf != whole->n_inf || n_bias != whole->n_bias)
+    snprintf(msg, len, "%lld checked, %lld in the bias; the whole: %lld, %lld",
+             (long long)n_checked, (long long)n_bias, (long long)whole->n_checked, (long long)whole->n_bias);
+  else if (memcmp(hist, whole->hist, sizeof hist) != 0)
+    snprintf(msg, len, "their histograms differ from the whole's");
+  else if (n_checked > 0 && (max_abs != whole->max_abs || max_ulp != whole->max_ulp ||
+                             max_ratio != whole->max_bound_ratio || worst != whole->worst_index))
+    snprintf(msg, len, "worst %.6g at %lld; the whole: %.6g at %lld",
+             max_ratio, (long long)worst, whole->max_bound_ratio, (long long)whole->worst_index);
+  else if (n_bias && (!sum_agrees(whole->bias_ulp * (double)n_bias, sum_e) ||
+                      !sum_agrees(whole->bias_mag_ulp * (double)n_bias, sum_s)))
+    snprintf(msg, len, "their bias sums differ from the whole's");
+}
+
+const char *kv_parts_name_of(const kv_case *c, const kv_cost *cost, size_t row_len, int64_t index) {
+  const kv_family *f = c->fp->family;
+  const int n_parts = kv_family_parts(f);
+  if (n_parts == 0 || index < 0 || row_len == 0) return NULL;
+  const size_t row = (size_t)index / row_len;
+  for (int p = n_parts - 1; p >= 0; p--)
+    if (row >= kv_part_first_row(cost->rows, n_parts, p)) return f->out_parts[p];
+  return NULL;
+}
