@@ -47,6 +47,14 @@ shape = 96x64x80
 precision = fp16:fp32 fp32:fp32
 rows = 64
 hidden = 256 320
+
+[fa2bwd]
+precision = fp16:fp32 bf16:fp32
+headdim = 64
+seqlen = 70
+causal = 0 1
+batch = 1
+heads = 2
 EOF
 
 # reset FILE MODE: MODE truncate: the later half of every rank's valid cells back to
@@ -142,8 +150,9 @@ cp "$tmp/ref.h5" "$tmp/errors.h5" && reset "$tmp/errors.h5" error
 run resume_keeps_errors 3 $two "$deck" --resume "$tmp/errors.h5"
 "$PYTHON" -c "
 import sys, h5py, numpy as np
-n = sum(int(np.count_nonzero(g['status'][...] == 5)) for k, g in h5py.File(sys.argv[1], 'r').items() if isinstance(g, h5py.Group) and k != 'ranks')
-sys.exit(0 if n == 3 * 3 else 1)" "$tmp/errors.h5" || fail "resume without --retry-errors did not keep the 9 error cells"
+groups = [g for k, g in h5py.File(sys.argv[1], 'r').items() if isinstance(g, h5py.Group) and k != 'ranks']
+n = sum(int(np.count_nonzero(g['status'][...] == 5)) for g in groups)
+sys.exit(0 if n == 3 * len(groups) else 1)" "$tmp/errors.h5" || fail "resume without --retry-errors did not keep the 3 error cells of each family"
 run resume_retry_errors 0 $two "$deck" --resume "$tmp/errors.h5" --retry-errors
 same resume_retry_errors "$tmp/errors.h5" "$tmp/ref.h5"
 
@@ -179,7 +188,7 @@ refuse resume_and_force "--force and --resume exclude each other" $one "$deck" -
 refuse retry_without_resume "--retry-errors needs --resume FILE" $one "$deck" --retry-errors -o "$tmp/x.h5"
 [ ! -e "$tmp/x.h5" ] && [ ! -e "$tmp/other.h5" ] && [ ! -e "$tmp/none.h5" ] || fail "a refused run created a file"
 # Damaged rows are never kept: a status outside the enum, a plan-skipped cell made "pass", a
-# changed fingerprint or statistic (the row checksum) refuses the file, naming the row.
+# changed fingerprint, statistic or part statistic (the row checksum) refuses the file, naming the row.
 # damage NAME PHRASE PYTHON: PYTHON edits the copy f (h5py, r+) of the target; the resume
 # must exit 2 saying PHRASE and leave the damaged file as it was.
 damage() {
@@ -212,6 +221,7 @@ damage status_pass_made_bias "do not match its checksum" "s[tuple(kept)] = 8; g[
 damage skipped_made_pass "the plan skips this cell" "ss[tuple(skip)] = 1; gs['status'][...] = ss"
 damage fingerprint_changed "do not match its checksum" "d = g['fingerprint'][...]; d[tuple(kept)] ^= 1; g['fingerprint'][...] = d"
 damage statistic_changed "do not match its checksum" "d = g['max_ulp'][...]; d[tuple(kept)] += 1; g['max_ulp'][...] = d"
+damage part_statistic_changed "do not match its checksum" "b = f['fa2bwd']; k = tuple(np.argwhere(b['status'][...] == 1)[0]); d = b['part_stats'][...]; d[k + (1, 2)] *= 2; b['part_stats'][...] = d"
 damage no_checksums "has no 'checksum' dataset" "del gs['checksum']"
 
 # ... and the untouched file still resumes.
