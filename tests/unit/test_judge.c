@@ -585,6 +585,26 @@ int main(void) {
         EXPECT(strncmp(r.message, "harness: parts: ", 16) == 0, "break %d: message \"%s\"", k, r.message);
       }
     }
+    /* bias sums that cancel to nearly zero over the whole output: the parts' totals differ
+     * from the whole's by their summation order's rounding (1e-8 here), far beyond 1e-12 of
+     * the total, but not beyond the rounding that 2e6 terms of about 0.3 ulp allow */
+    kv_errstats w2, p2[2];
+    memset(&w2, 0, sizeof w2);
+    w2.n_checked = w2.n_bias = 2000000;
+    w2.bias_ulp = w2.bias_mag_ulp = 1e-12;
+    w2.bias_se = sqrt(0.09 * 2e6) / 2e6;
+    w2.worst_index = -1;
+    w2.max_bound_ratio = 0.0;
+    p2[0] = p2[1] = w2;
+    p2[0].n_checked = p2[0].n_bias = p2[1].n_checked = p2[1].n_bias = 1000000;
+    p2[0].bias_ulp = p2[0].bias_mag_ulp = 0.1;
+    p2[1].bias_ulp = p2[1].bias_mag_ulp = -0.1 + 2e-12 + 1e-14;
+    char why[KV_MESSAGE_LEN];
+    kv_parts_consistency(&w2, p2, 2, why, sizeof why);
+    EXPECT(why[0] == '\0', "cancelling bias sums within their rounding: \"%s\"", why);
+    p2[1].bias_ulp += 1e-6; /* one element a whole ulp off in 1e6: beyond any rounding */
+    kv_parts_consistency(&w2, p2, 2, why, sizeof why);
+    EXPECT(strstr(why, "bias sums") != NULL, "bias sums off by one ulp: \"%s\"", why);
     /* a family without parts records none */
     fresh(&d, &r);
     judge(&d, &r);
