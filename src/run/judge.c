@@ -160,6 +160,20 @@ static kv_status judge_parts(const kv_case *c, const kv_cost *cost, const kv_run
   return KV_OK;
 }
 
+/* The message of non-finite outputs: their counts, and the parts that hold them once the
+ * part statistics are in the row (kv_family.out_parts). */
+static void nonfinite_message(const kv_case *c, kv_result *r) {
+  const kv_family *f = c->fp->family;
+  char where[64] = "";
+  for (int p = 0; p < kv_family_parts(f); p++) {
+    const double bad = r->part_stats[p][KV_PART_n_nan] + r->part_stats[p][KV_PART_n_inf];
+    const size_t len = strlen(where);
+    if (bad > 0) snprintf(where + len, sizeof where - len, "%s%s %.0f", len ? ", " : "; in ", f->out_parts[p], bad);
+  }
+  snprintf(r->message, sizeof r->message, "%lld NaN, %lld Inf outputs where the reference is finite%s",
+           (long long)r->stats.n_nan, (long long)r->stats.n_inf, where);
+}
+
 /* An accuracy failure (fail_tolerance, fail_nonfinite) of a case whose conformance is judged
  * (conform.h): inaccurate when the outputs equal the emulation, else the failure stays and
  * says how far the outputs are from it. r->emu_max_ulp records the deviation. */
@@ -224,8 +238,7 @@ kv_status kv_judge_case(const kv_case *c, const kv_cost *cost, const kv_run_sett
   r->ref_rows = (int64_t)d->n_rows;
   r->status = kv_errstats_verdict(&r->stats);
   if (r->status == KV_FAIL_NONFINITE)
-    snprintf(r->message, sizeof r->message, "%lld NaN, %lld Inf outputs where the reference is finite",
-             (long long)r->stats.n_nan, (long long)r->stats.n_inf);
+    nonfinite_message(c, r);
   else if (r->status == KV_FAIL_TOLERANCE) {
     const char *part = kv_parts_name_of(c, cost, cost->row_len, r->stats.worst_index);
     snprintf(r->message, sizeof r->message, "output beyond its bound: %.3g x bound at element %lld%s%s%s",
@@ -233,6 +246,7 @@ kv_status kv_judge_case(const kv_case *c, const kv_cost *cost, const kv_run_sett
              part ? ")" : "");
   }
   KV_TRY(judge_parts(c, cost, rs, d, r));
+  if (r->status == KV_FAIL_NONFINITE) nonfinite_message(c, r);
   judge_aux(c, rs, d, r);
   KV_TRY(judge_conformance(c, rs, d, r));
   judge_bias(c, rs, r);

@@ -10,7 +10,7 @@
  * a reduced accumulator where the model is exact; one differing bit, an fp32 accumulator or
  * any other finding keeps it failing; a passing case never runs the emulation; and the
  * statistics of an output's parts (parts.c): on the host from all or sampled rows, the part
- * named in a tolerance message, the backend's part statistics checked against the whole
+ * named in a tolerance message and in a non-finite one, the backend's part statistics checked against the whole
  * output's (each way they can fail to tile it), rows that do not split evenly. Removing any
  * branch of judge.c or parts.c fails a check here. */
 #include <math.h>
@@ -557,6 +557,14 @@ int main(void) {
            "sampled parts: checked %g, %g (expected 2, 2), worst %g, %g (expected 2, 5)",
            r.part_stats[0][KV_PART_n_checked], r.part_stats[1][KV_PART_n_checked],
            r.part_stats[0][KV_PART_worst_index], r.part_stats[1][KV_PART_worst_index]);
+    /* a NaN output in part b: the message names the part and its count */
+    out[6] = 0x7e00;
+    PARTS_CASE()
+    judge(&d, &r);
+    EXPECT_STATUS(r, KV_FAIL_NONFINITE);
+    EXPECT(strstr(r.message, "1 NaN, 0 Inf outputs where the reference is finite; in b 1") != NULL,
+           "message \"%s\" names part b's NaN", r.message);
+    out[6] = kv_f64_to_f16(ref[6]);
     /* the backend's part statistics: the host's pass the tiling check; each broken field fails it */
     kv_errstats good[2];
     PARTS_CASE()
