@@ -460,12 +460,13 @@ def family_axes(ds):
 def case_frame(ds, variables=None):
     """Long table: one row per (rank, cell) with the axis values, per-rank coordinates and the
     requested variables (all per-cell variables when None)."""
-    per_cell = [v for v in ds.data_vars if HIST_DIM not in ds[v].dims]
+    extra = (HIST_DIM, *PART_DIMS)  # the histogram and the part statistics: not one value per cell
+    per_cell = [v for v in ds.data_vars if not set(extra) & set(ds[v].dims)]
     if variables is not None:
-        per_cell = [v for v in variables if v in ds.data_vars and HIST_DIM not in ds[v].dims]
+        per_cell = [v for v in variables if v in per_cell]
     sub = ds[per_cell]
-    sub = sub.drop_vars([c for c in sub.coords if HIST_DIM in sub[c].dims])
-    sub = sub.drop_dims([d for d in sub.dims if d == HIST_DIM])
+    sub = sub.drop_vars([c for c in sub.coords if set(extra) & set(sub[c].dims)])
+    sub = sub.drop_dims([d for d in sub.dims if d in extra])
     frame = sub.to_dataframe().reset_index()
     for col in ("host", "gpu_uuid", "gpu_name", "file", "run_time", "gpu_key", "compare_key", "params_key"):
         if col in frame:

@@ -46,6 +46,8 @@ def test_part_statistics_of_a_family_with_parts(make_file):
     assert np.allclose(rel.sel(part="dv") / rel.sel(part="dq"), 0.5)
     checked = ps.sel(part_stat="n_checked").sum("part")
     assert (checked == ds["n_checked"]).all()
+    frame = case_frame(ds)  # one row per (rank, cell): part_stats is not a per-cell column
+    assert len(frame) == ds["status"].size and "part" not in frame and "part_stats" not in frame
     bad = ps.sel(rank=1, **cell).squeeze()
     assert np.isinf(bad.sel(part="dv", part_stat="max_rel")) and np.isfinite(bad.sel(part="dq", part_stat="max_rel"))
 
