@@ -1,6 +1,8 @@
 """fleet.py - the checks of `kval-analyze fleet`, per physical GPU (gpu_key: its UUID), among
 GPUs of the same model that ran identical inputs: fingerprint disagreements per case (computed
-here and read from fp_agrees); arithmetic: every GPU of one model shows the same outcome of
+here and read from fp_agrees; for a family whose output has parts, e.g. fa2bwd's dq, dk, dv,
+the parts whose error statistics differ from a majority rank's, which names the kernel that
+computed other bits); arithmetic: every GPU of one model shows the same outcome of
 every tensor-core probe (tcprobe's `outcome` dataset); performance: per case each GPU's median time against the median
 of the other GPUs, with the noise kval recorded (p10/p90 and repetitions of every GPU) marked
 SAME / FAST / SLOW / AMBIGUOUS, and per GPU the median slowdown over its cases with a
@@ -97,6 +99,22 @@ def _frames(runs, variables):
         yield name, family_axes(ds), case_frame(ds, variables)
 
 
+PART_SUMS = ("mean_abs", "rel_l2", "max_abs", "worst_index", "bias_ulp")  # sums and maxima over a part's elements
+
+
+def differing_parts(ds, case, rank, other):
+    """The parts of a case's output whose error statistics (sums and maxima over all their
+    elements, which other output bits change) differ between two ranks; None when the family
+    has no parts."""
+    if "part_stats" not in ds:
+        return None
+    stats = [str(x) for x in ds["part_stat"].values]
+    cols = [stats.index(q) for q in PART_SUMS if q in stats]
+    a, b = (ds["part_stats"].sel(rank=r, **case).values.reshape(len(ds["part"]), -1)[:, cols] for r in (rank, other))
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    return [str(p) for p, eq in zip(ds["part"].values, same.all(axis=1)) if not eq]
+
+
 def fingerprint_check(runs, gpus):
     """Ranks whose fingerprint differs from the majority of the ranks that ran the same case on
     the same GPU model with the same inputs (seed, parameters); on a tie every rank is named."""
@@ -116,13 +134,17 @@ def fingerprint_check(runs, gpus):
         top = top.join(ties).reset_index()
         merged = ran.merge(top[top["n_fp"] > 1], on=keys)
         bad = merged[(merged["n_top"] > 1) | (merged["fingerprint"] != merged["majority"])]
+        major = merged[merged["fingerprint"] == merged["majority"]].drop_duplicates(keys).set_index(keys)["rank"]
         for _, row in bad.iterrows():
             key = (name, int(row["rank"]), tuple(row[a] for a in axes))
             majority = None if row["n_top"] > 1 else f"{int(row['majority']):016x}"
-            found[key] = dict(_gpu(gpus, row["gpu_key"], row["rank"]), family=name, case=case_dict(row, axes),
+            case = case_dict(row, axes)
+            parts = None if majority is None else differing_parts(runs.families[name], case, int(row["rank"]),
+                                                                   int(major[tuple(row[k] for k in keys)]))
+            found[key] = dict(_gpu(gpus, row["gpu_key"], row["rank"]), family=name, case=case,
                               fingerprint=f"{int(row['fingerprint']):016x}", majority=majority,
                               agreeing_ranks=0 if majority is None else int(row["n_major"]),
-                              ranks=int(row["n_ranks"]), source="computed")
+                              ranks=int(row["n_ranks"]), source="computed", parts=parts)
         if "fp_agrees" in frame:
             for _, row in frame[frame["fp_agrees"] == 0].iterrows():
                 key = (name, int(row["rank"]), tuple(row[a] for a in axes))
@@ -132,7 +154,7 @@ def fingerprint_check(runs, gpus):
                 comparable.add(int(row["rank"]))
                 found[key] = dict(_gpu(gpus, row["gpu_key"], row["rank"]), family=name, case=case_dict(row, axes),
                                   fingerprint=f"{int(row['fingerprint']):016x}", majority=None,
-                                  agreeing_ranks=None, ranks=None, source="fp_agrees")
+                                  agreeing_ranks=None, ranks=None, source="fp_agrees", parts=None)
     return sorted(found.values(), key=lambda d: (d["rank"], d["family"])), comparable
 
 

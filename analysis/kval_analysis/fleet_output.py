@@ -30,6 +30,13 @@ def _case_text(case):
     return " ".join(f"{k}={v}" for k, v in case.items())
 
 
+def _parts_text(parts):
+    """The parts of the output whose statistics differ from a majority rank's ("-": no parts)."""
+    if parts is None:
+        return "-"
+    return ", ".join(parts) if parts else "none distinguishable"
+
+
 def gpu_label(g):
     """'host GPU<index> (uuid)', the way an operator finds the GPU."""
     rank = g["rank"] if "rank" in g else (g.get("ranks") or ["?"])[0]
@@ -79,10 +86,11 @@ def text_report(res):
     lines += [f"note: {n}" for n in res["notes"]]
     fp = res["fingerprint"]["disagreements"]
     lines += _section("Fingerprint disagreements (same GPU model, same inputs, different output bits)",
-                      ["host", "rank", "uuid", "family", "case", "fingerprint", "majority", "agree"],
+                      ["host", "rank", "uuid", "family", "case", "fingerprint", "majority", "agree", "parts"],
                       [[d["host"], d["rank"], d["uuid"], d["family"], _case_text(d["case"]), d["fingerprint"],
                         d["majority"] or "(no majority)",
-                        f"{d['agreeing_ranks']}/{d['ranks']}" if d["ranks"] else d["source"]] for d in fp],
+                        f"{d['agreeing_ranks']}/{d['ranks']}" if d["ranks"] else d["source"], _parts_text(d["parts"])]
+                       for d in fp],
                       f"none among {len(res['fingerprint']['comparable_ranks'])} comparable rank(s)")
     arith = res["arithmetic"]
     lines += _section("Tensor-core arithmetic disagreements (same GPU model, different probe outcome)",

@@ -192,9 +192,11 @@ def _fill_cell(out, idx, r, values, meas, rng, opts):
         out["part_stats"][(r,) + idx + (p,)] = [pv[k] for k in PART_STATS]
     out["status"][(r,) + idx] = STATUS["pass"] if bound_ratio <= 1 else STATUS["fail_tolerance"]
     fp = _fingerprint(opts["family"], idx, opts["seed"])
-    for fam, sel, rr in opts["flips"]:
+    for fam, sel, rr, *part in opts["flips"]:
         if rr == r and fam == opts["family"] and _select(values, sel):
             fp ^= 1 << 17
+            if part:  # the flipped bits lie in this part: its error sums change
+                out["part_stats"][(r,) + idx + (opts["parts"].index(part[0]), PART_STATS.index("mean_abs"))] *= 1.001
     out["fingerprint"][(r,) + idx] = fp
     peak_bin = int(np.clip(math.floor(math.log10(vals["max_abs"])) + 14, 2, 17))
     hist = np.zeros(len(HIST_BINS), dtype=np.uint64)
@@ -325,7 +327,7 @@ def write_kval_file(path, nranks=4, gpus_per_host=2, host_prefix="node", familie
                     creation_time="2026-11-30T08:00:00Z", noise_seed=1, jitter=0.004, gpu_spread=0.0,
                     missing=0.0, all_nan=()):
     """Write one synthetic kval file. slow: {rank: factor}; case_slow: [(family, {axis: v}, rank,
-    factor)]; flips: [(family, {axis: v}, rank)]; failures: [(family, {axis: v}, rank, status,
+    factor)]; flips: [(family, {axis: v}, rank[, part])]; failures: [(family, {axis: v}, rank, status,
     message)]; jitter: relative run-to-run noise of every time; gpu_spread: relative sigma of a
     persistent speed factor per GPU; missing: fraction of (rank, cell) results never written
     (the file is then incomplete); all_nan: [(family, {axis: v})] cells whose output is all NaN."""

@@ -71,6 +71,19 @@ def test_flipped_bit_and_slow_gpu_are_named(faulty_file, tmp_path, capsys):
     assert int(s.get("tests")) == 48 + 36 + 24 + 24 + 4
 
 
+def test_a_flip_names_the_part_whose_statistics_differ(make_file, tmp_path, capsys):
+    cell = {"precision": "bf16:fp32", "headdim": 128, "seqlen": 2048, "causal": 1}
+    path = make_file("bwd.h5", nranks=4, families=("fa2bwd", "gemm"), flips=[("fa2bwd", cell, 2, "dk")])
+    js = str(tmp_path / "f.json")
+    assert cli.main(["fleet", path, "--json", js]) == 1
+    line = next(x for x in capsys.readouterr().out.splitlines() if "fa2bwd" in x and "seqlen=2048" in x)
+    assert line.split()[-1] == "dk"
+    dis = json.load(open(js))["fingerprint"]["disagreements"]
+    assert [(d["rank"], d["family"], d["parts"]) for d in dis] == [(2, "fa2bwd", ["dk"])]
+    assert cli.main(["fleet", make_file("gemm.h5", nranks=4, families=("gemm",), flips=[FLIP]), "--json", js]) == 1
+    assert [d["parts"] for d in json.load(open(js))["fingerprint"]["disagreements"]] == [None]  # no parts
+
+
 def test_clean_run_passes(clean_file, tmp_path, capsys):
     ju = str(tmp_path / "c.xml")
     assert cli.main(["fleet", clean_file, "--junit", ju]) == 0
