@@ -2,7 +2,8 @@
 fp16/bf16 vs fp32 accumulation: what ran (backend, GPUs, the --set values and the axis values
 that produced results), where each precision stays within its tolerance, error distributions
 per family (log10|err| histograms and per-case relative L2 errors), the errors of each part of
-an output that has parts (fa2bwd's dq, dk, dv) per precision, fitted growth laws and
+an output that has parts (fa2bwd's dq, dk, dv) per precision, fitted growth laws (of each part
+too, as "FAMILY (PART)") and
 faceted growth charts (growth.py), and pairwise precision comparisons. Honest numbers: a case
 whose output was non-finite shows inf, is counted in its own column and never as a small
 error. Cases that conform to the precision model but miss their fp64 bound (status
@@ -151,6 +152,23 @@ def parts_table(runs, frames):
                     row[col] = float(how(v)) if len(v) else np.nan
                 rows.append(row)
     return pd.DataFrame(rows)
+
+
+def part_frames(runs, frames):
+    """Per family with parts and per part, the family's frame with the part's statistics in
+    place of the whole output's (named "FAMILY (PART)"), for the growth fits of each part."""
+    out = {}
+    for name, (frame, axes) in frames.items():
+        ds = runs.families[name]
+        if "part_stats" not in ds:
+            continue
+        for part in (str(x) for x in ds["part"].values):
+            sub = ds.copy()
+            for stat in (str(x) for x in ds["part_stat"].values):
+                if stat in sub:
+                    sub[stat] = ds["part_stats"].sel(part=part, part_stat=stat, drop=True).astype(sub[stat].dtype)
+            out[f"{name} ({part})"] = (family_frame(sub), axes)
+    return out
 
 
 def ladder_table(typical):
@@ -324,7 +342,9 @@ def build_precision(runs, outdir):
                       "per precision and part, over every rank's cases with an output.")
         doc.table(parts)
     out["parts"] = parts.to_dict("records")
-    out["fits"] = fit_section(doc, typical, frames).to_dict("records")
+    with_parts = dict(frames, **part_frames(runs, frames))
+    out["fits"] = fit_section(doc, dict(typical, **_typical({k: v for k, v in with_parts.items() if k not in frames})),
+                              with_parts).to_dict("records")
     doc.heading("Fraction of cases within relative-L2 levels", 3)
     doc.table(ladder_table(typical))
     doc.heading("Storage and accumulator effects", 3)

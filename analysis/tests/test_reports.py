@@ -138,8 +138,12 @@ def test_precision_compares_the_parts_of_an_output(make_file, tmp_path):
     assert rows[("fa2bwd", "bf16:fp32", "dq")][0] == "16"  # cases: 8 cells on 2 ranks
     dq, dv = float(rows[("fa2bwd", "bf16:fp32", "dq")][1]), float(rows[("fa2bwd", "bf16:fp32", "dv")][1])
     assert abs(dv / dq - 0.5) < 1e-3  # synth.PART_ERROR
-    parts = json.load(open(os.path.join(out, "precision.json")))["parts"]
+    result = json.load(open(os.path.join(out, "precision.json")))
+    parts = result["parts"]
     assert len(parts) == 6 and {p["part"] for p in parts} == {"dq", "dk", "dv"}
+    fit = {(f["family"], f["precision"]): f["exponent"] for f in result["fits"] if f["quantity"] == "rel_l2"}
+    for part in ("dq", "dk", "dv"):  # each part fitted apart; synth scales the whole's error per part
+        assert abs(fit[(f"fa2bwd ({part})", "bf16:fp32")] - fit[("fa2bwd", "bf16:fp32")]) < 1e-9
 
 
 def test_all_nan_outputs_are_never_small_errors(make_file, tmp_path):
