@@ -1,7 +1,8 @@
 """export.py - `kval-analyze export`: every (rank, case) of every family of the given files as
 one flat table, written as CSV (or Parquet when the output name ends in .parquet and pyarrow
 is installed): family, the per-rank columns (file, host, GPU UUID, ...), every family's axis
-columns (empty where a family has no such axis), status, message and every statistic."""
+columns (empty where a family has no such axis), status, message and every statistic, and for
+a family whose output has parts each part's statistics as PART_STAT columns (dq_rel_l2, ...)."""
 import pandas as pd
 
 from .cases import family_frame
@@ -11,11 +12,24 @@ FIRST = ["family", "file", "rank", "rank_in_file", "host", "gpu_uuid", "gpu_name
          "serial", "run_time", "status", "message"]
 
 
+def _with_part_columns(frame, ds):
+    """The family's part statistics (part_stats) as one column per part and statistic."""
+    if "part_stats" not in ds:
+        return frame
+    keys = ["rank"] + family_axes(ds)
+    wide = ds["part_stats"].drop_vars([c for c in ds["part_stats"].coords if c not in ("part", "part_stat") + tuple(keys)])
+    order = [(str(p), str(q)) for p in ds["part"].values for q in ds["part_stat"].values]  # the file's order
+    wide = wide.to_series().unstack(["part", "part_stat"])[order]
+    wide.columns = [f"{p}_{q}" for p, q in wide.columns]
+    return frame.merge(wide.reset_index(), on=keys, how="left")
+
+
 def export_frame(runs):
     """The flat table of every (rank, case); hist and per-file comparison keys left out."""
     parts, axes = [], []
     for name, ds in runs.families.items():
         frame = family_frame(ds).drop(columns=["compare_key", "params_key", "gpu_key"], errors="ignore")
+        frame = _with_part_columns(frame, ds)
         parts.append(frame.assign(family=name))
         axes += [a for a in family_axes(ds) if a not in axes]
     if not parts:

@@ -172,6 +172,20 @@ def test_export_flat_table(make_file, tmp_path, capsys):
     assert "must end in .csv or .parquet" in capsys.readouterr().err
 
 
+def test_export_has_a_column_per_part_and_statistic(make_file, tmp_path):
+    path = make_file("bwd.h5", nranks=2, families=("fa2bwd", "gemm"))
+    out = str(tmp_path / "cases.csv")
+    assert cli.main(["export", path, "-o", out]) == 0
+    import pandas as pd
+    table = pd.read_csv(out)
+    assert len(table) == 2 * (16 + 36)  # one row per (rank, cell), parts as columns
+    bwd = table[table["family"] == "fa2bwd"]
+    assert [c for c in table.columns if c.endswith("_rel_l2")] == ["dq_rel_l2", "dk_rel_l2", "dv_rel_l2"]
+    assert ((bwd["dv_rel_l2"] / bwd["rel_l2"] - 0.5).abs() < 1e-9).all()  # synth.PART_ERROR
+    assert (bwd["dq_n_checked"] + bwd["dk_n_checked"] + bwd["dv_n_checked"] == bwd["n_checked"]).all()
+    assert table.loc[table["family"] == "gemm", "dq_rel_l2"].isna().all()
+
+
 def test_gemm_coordinates_and_unknown_status(make_file):
     path = make_file("coords.h5", nranks=2, families=("gemm",))
     with h5py.File(path, "a") as f:  # a status a later kval adds (issue 17: inaccurate)
