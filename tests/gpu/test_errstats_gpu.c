@@ -10,7 +10,8 @@
  * values, dense and through sampled index arrays (rows in order and reversed, where the first
  * worst position is not the lowest index), and n = 10^7. Then real cases of every family with
  * a CUDA implementation through the cuda backend, once with host and once with device
- * statistics (the runner's two paths), which must agree the same way.
+ * statistics (the runner's two paths), which must agree the same way, the statistics of each
+ * part of an output with parts (fa2bwd's dq, dk, dv) too.
  * Usage: test_errstats_gpu [small|bench]
  *   small: no 10^7 set, the smallest backend cases (for compute-sanitizer);
  *   bench: large gemm / fa2 / layernorm cases, timed: the old path (reference and magnitude
@@ -32,6 +33,7 @@
 #include "input/plan.h"
 #include "core/result.h"
 #include "core/timing.h"
+#include "run/parts.h"
 
 static int same(double a, double b) { return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b)); }
 
@@ -294,13 +296,37 @@ static const char *const small_deck =
     "[layernorm]\nprecision = fp16:fp32 bf16:bf16\nrows = 3 300\nhidden = 1000\ndist = normal offset\n"
     "[rmsnorm]\nprecision = fp32:fp32 fp16:fp16\nrows = 7\nhidden = 4096\n"
     "[gemm]\nvariant = kval-wgmma cublas\nprecision = fp16:fp32 bf16:bf16\nshape = 200x136x72\n"
-    "[fa2]\nprecision = fp16:fp32 bf16:fp32\nheaddim = 64\nseqlen = 200\ncausal = 1\nbatch = 1\nheads = 2\n";
+    "[fa2]\nprecision = fp16:fp32 bf16:fp32\nheaddim = 64\nseqlen = 200\ncausal = 1\nbatch = 1\nheads = 2\n"
+    "[fa2bwd]\nprecision = bf16:fp32\nheaddim = 64\nseqlen = 130\ncausal = 1\nbatch = 1\nheads = 2\n";
 
 static const char *const bench_deck =
     "[run]\nwarmup = 1\nmin_reps = 2\nmax_reps = 3\ntime_cap = 0.05\n"
     "[gemm]\nvariant = kval-wgmma\nprecision = fp16:fp32\nshape = 8192x8192x8192\n"
     "[fa2]\nvariant = kval-wgmma\nprecision = fp16:fp32\nheaddim = 128\nseqlen = 4096\ncausal = 0\nbatch = 8\nheads = 16\n"
     "[layernorm]\nprecision = bf16:fp32\nrows = 8192\nhidden = 8192\n";
+
+/* A family whose output has parts (kv_family.out_parts): the device statistics of each part
+ * (b, the backend's device path) against the host's of the same part (a's reference on the
+ * host, kv_parts_host_stats as the judge computes them), worst indices of the whole output. */
+static void compare_parts(const kv_case *c, const kv_cost *cost, const kv_tolerance *tol, const kv_case_data *a,
+                          const kv_case_data *b, const char *what) {
+  const int n_parts = kv_family_parts(c->fp->family);
+  if (n_parts == 0) return;
+  EXPECT(b->has_part_stats, "%s: device part statistics handed back", what);
+  kv_errstats h[KV_MAX_PARTS];
+  EXPECT(kv_parts_host_stats(c, cost, tol, a, h) == KV_OK, "%s: host part statistics", what);
+  for (int p = 0; p < n_parts && b->has_part_stats; p++) {
+    char part[300];
+    snprintf(part, sizeof part, "%s, part %s", what, c->fp->family->out_parts[p]);
+    const size_t first = kv_part_first_row(cost->rows, n_parts, p) * cost->row_len;
+    const size_t end = kv_part_first_row(cost->rows, n_parts, p + 1) * cost->row_len;
+    const kv_errstats *g = &b->part_stats[p];
+    EXPECT(g->worst_index >= (int64_t)first && g->worst_index < (int64_t)end, "%s: worst index %lld outside [%zu, %zu)",
+           part, (long long)g->worst_index, first, end);
+    compare_stats(part, &h[p], g, (const char *)a->out + first * kv_dtype_size(a->out_type), a->out_type, NULL,
+                  a->ref + first, end - first);
+  }
+}
 
 /* Each case twice through the cuda backend: host statistics (the whole reference on the
  * host, kv_errstats_compute as the runner did) and device statistics. */
@@ -352,6 +378,7 @@ static void backend_cases(const char *text, int timed) {
       const double t4 = kv_wtime();
       compare_stats(what, &h, &b.stats, a.out, a.out_type, NULL, a.ref, n);
       EXPECT(b.ref_xcheck <= 1e-9, "%s: cross-check on the device path %g", what, b.ref_xcheck);
+      compare_parts(c, &cost, &tol, &a, &b, what);
       if (timed) {
         /* the device statistics alone, on the same buffers */
         void *d_out = to_device(a.out, bytes), *d_ref = to_device(a.ref, n * 8), *d_mag = to_device(a.mag, n * 8);
