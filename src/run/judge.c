@@ -1,8 +1,9 @@
 /* judge.c - the verdict of one case (judge.h). Checks, each recorded in the row, and the
  * status they give when they fail, the most severe winning:
  *   error                  the checker disagrees with itself: the GPU fp64 reference against
- *                          the CPU one beyond KV_REF_XCHECK_BOUND, or the device statistics
- *                          against the host's on a sample (the backend's `harness` finding);
+ *                          the CPU one beyond KV_REF_XCHECK_BOUND, the device statistics
+ *                          against the host's on a sample (the backend's `harness` finding),
+ *                          or part statistics that do not tile the whole output's (parts.h);
  *   fail_out_of_bounds     a guard band around an output, or an input, changed;
  *   fail_nondeterministic  launches of the case wrote different bits;
  *   fail_nonfinite         NaN/Inf where the reference is finite (output or auxiliary output);
@@ -12,7 +13,9 @@
  *   fail_timing            a rate above KV_ROOFLINE_LIMIT times the measured ceiling;
  *   inaccurate             fail_tolerance or fail_nonfinite, but the outputs equal the cpu
  *                          emulation bit for bit where the precision model is exact
- *                          (conform.h): below every other finding, so any of them still fails. */
+ *                          (conform.h): below every other finding, so any of them still fails.
+ * The statistics of each part of an output (kv_family.out_parts) are recorded in the row; a
+ * failure's message names the part of its worst or non-finite elements. */
 #include "run/judge.h"
 
 #include <math.h>
