@@ -157,10 +157,11 @@ typedef struct kv_family {
    * judges it. NULL: never (a reduced accumulator, or same-sign sums whose truncation bias is
    * part of the precision model). */
   int (*unbiased)(const kv_case *c);
-  /* The names of the equal, contiguous parts of output 0 that are judged and recorded apart
-   * (fa2bwd: dq, dk, dv, each a third of the rows), NULL-terminated, at most KV_MAX_PARTS;
-   * NULL: one output, no parts. Each part has its own error statistics (the file's
-   * part_stats) and rounding-bias verdict. */
+  /* The names of the equal, contiguous parts of output 0 whose error statistics are recorded
+   * apart (fa2bwd: dq, dk, dv, each a third of the rows), NULL-terminated, at most
+   * KV_MAX_PARTS; NULL: one output, no parts. Each part's statistics are the file's
+   * part_stats and a failure's message names the part; the verdicts stay the whole output's
+   * (src/run/parts.c, docs/NUMERICS.md section 3). */
   const char *const *out_parts;
 
   /* fp64 reference on the rounded inputs, for the listed output rows (rows of kv_cost):

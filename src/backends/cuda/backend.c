@@ -132,7 +132,7 @@ static kv_status download(kv_case_data *d, void **host, const void *dev, size_t 
 
 /* The device statistics of each part of output 0 (kv_family.out_parts: contiguous rows),
  * worst indices made flat indices of the whole output; the judge checks that they tile the
- * whole output's and computes them on the host when the rows do not split evenly. */
+ * whole output's (rows that do not split evenly are its harness error: none handed back). */
 static kv_status part_stats(const kv_case *c, const kv_tensors *t, const kv_cost *cost, const kv_tolerance *tol,
                             const kv_cuda_buffers *b, double deadline, kv_case_data *d) {
   const int n_parts = kv_family_parts(c->fp->family);
