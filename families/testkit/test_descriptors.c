@@ -1,11 +1,11 @@
 /* test_descriptors.c - what every registered family (families/families.def) must satisfy,
  * without knowing any of them: a complete descriptor (name, summary, a precision axis, every
  * axis and parameter with help, ranges that hold their defaults, valid default tokens, every
- * hook, at most KV_MAX_PARTS named parts of the output), the host generator's bits, and on the cases of the families' test decks
- * (families/<f>/test.deck, cpu backend, small cases only): every family has cases, inputs that
- * are not all zero and differ between tensors, outputs whose rows split into the family's
- * parts, and emulations that are deterministic (the same
- * seed gives the same output bits twice, another seed other bits), references whose rows
+ * hook, at most KV_MAX_PARTS named parts of the output), the host generator's bits, and on
+ * the cases of the families' test decks (families/<f>/test.deck, cpu backend, small cases
+ * only): every family has cases, inputs that are not all zero and differ between tensors,
+ * outputs whose rows split into the family's parts, and emulations that are deterministic (the
+ * same seed gives the same output bits twice, another seed other bits), references whose rows
  * split over host threads give the same bits as one call, and inputs that pass the backends'
  * check against the generator (and fail it with one element changed); and how many threads a
  * rank takes.

@@ -105,7 +105,7 @@ kv_status kv_verify_family(kv_output *o, hid_t file, const char *path, const kv_
   uint64_t *fp = KV_MALLOC(n * 8), *sum = KV_MALLOC(n * 8), *hist = KV_MALLOC(n * 8 * KV_HIST_BINS);
   const int n_parts = kv_family_parts(of->fp->family);
   const hsize_t hist_tail[] = {KV_HIST_BINS}, part_tail[] = {(hsize_t)n_parts, KV_N_PART_STATS};
-  double *parts = KV_MALLOC(n * 8 * (size_t)(n_parts ? n_parts : 1) * KV_N_PART_STATS);
+  double *parts = KV_MALLOC(n_parts ? n * 8 * (size_t)n_parts * KV_N_PART_STATS : 8);
   char *msg = KV_MALLOC(n * KV_MESSAGE_LEN);
   double *dbl[KV_N_DOUBLES + 1] = {0};
   int64_t *ints[KV_N_INTS + 1] = {0};

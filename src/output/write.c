@@ -39,12 +39,9 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
   const kv_result *src = r ? r : &blank;
   int nd = of->n_dims;
   const int n_parts = kv_family_parts(of->fp->family);
-  hsize_t start[KV_MAX_AXES + 3] = {0}, count[KV_MAX_AXES + 3], hdims[KV_MAX_AXES + 3], pdims[KV_MAX_AXES + 3];
-  memcpy(hdims, of->dims, sizeof of->dims);
+  hsize_t start[KV_MAX_AXES + 3] = {0}, count[KV_MAX_AXES + 3], hdims[KV_MAX_AXES + 2];
+  memcpy(hdims, of->dims, sizeof hdims);
   hdims[nd] = KV_HIST_BINS;
-  memcpy(pdims, of->dims, sizeof of->dims);
-  pdims[nd] = (hsize_t)n_parts;
-  pdims[nd + 1] = KV_N_PART_STATS;
   for (int i = 0; i < nd; i++) count[i] = 1;
   count[nd] = KV_HIST_BINS;
   start[0] = (hsize_t)src->rank;
@@ -83,10 +80,11 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
   if (st == KV_OK) st = CHECK_H5(H5Dwrite(of->hist, H5T_NATIVE_UINT64, hms, hfs, o->dxpl, src->stats.hist));
   if (st == KV_OK && n_parts > 0) {
     hid_t pfs, pms;
-    hsize_t pcount[KV_MAX_AXES + 3];
+    hsize_t pdims[KV_MAX_AXES + 3], pcount[KV_MAX_AXES + 3];
+    memcpy(pdims, of->dims, sizeof of->dims);
     memcpy(pcount, count, sizeof pcount);
-    pcount[nd] = (hsize_t)n_parts;
-    pcount[nd + 1] = KV_N_PART_STATS;
+    pdims[nd] = pcount[nd] = (hsize_t)n_parts;
+    pdims[nd + 1] = pcount[nd + 1] = KV_N_PART_STATS;
     st = kv_h5_select(nd + 2, pdims, start, r ? pcount : NULL, (hsize_t)n_parts * KV_N_PART_STATS, &pfs, &pms);
     if (st == KV_OK) st = CHECK_H5(H5Dwrite(of->part_stats, H5T_NATIVE_DOUBLE, pms, pfs, o->dxpl, &src->part_stats[0][0]));
     kv_h5_close_id(&pfs);

@@ -144,15 +144,14 @@ static kv_status judge_parts(const kv_case *c, const kv_cost *cost, const kv_run
                              kv_result *r) {
   const int n_parts = kv_family_parts(c->fp->family);
   if (n_parts == 0) return KV_OK;
-  kv_errstats parts[KV_MAX_PARTS];
+  kv_errstats host[KV_MAX_PARTS];
+  const kv_errstats *parts = d->has_part_stats ? d->part_stats : host;
   char why[KV_MESSAGE_LEN] = "";
   if (cost->rows % (size_t)n_parts)
     snprintf(why, sizeof why, "%zu output rows are not %d equal parts", cost->rows, n_parts);
-  else if (d->has_part_stats)
-    memcpy(parts, d->part_stats, sizeof d->part_stats);
-  else {
+  else if (!d->has_part_stats) {
     const kv_tolerance tol = tolerance_of(c, rs);
-    KV_TRY(kv_parts_host_stats(c, cost, &tol, d, parts));
+    KV_TRY(kv_parts_host_stats(c, cost, &tol, d, host));
   }
   if (!why[0]) kv_parts_consistency(&r->stats, parts, n_parts, why, sizeof why);
   if (why[0]) {
@@ -163,8 +162,8 @@ static kv_status judge_parts(const kv_case *c, const kv_cost *cost, const kv_run
   return KV_OK;
 }
 
-/* The message of non-finite outputs: their counts, and the parts that hold them once the
- * part statistics are in the row (kv_family.out_parts). */
+/* The message of non-finite outputs: their counts, and the parts that hold them (the part
+ * statistics in the row, kv_family.out_parts). */
 static void nonfinite_message(const kv_case *c, kv_result *r) {
   const kv_family *f = c->fp->family;
   char where[64] = "";
@@ -240,16 +239,15 @@ kv_status kv_judge_case(const kv_case *c, const kv_cost *cost, const kv_run_sett
   r->red_len = cost->red_len;
   r->ref_rows = (int64_t)d->n_rows;
   r->status = kv_errstats_verdict(&r->stats);
+  KV_TRY(judge_parts(c, cost, rs, d, r));
   if (r->status == KV_FAIL_NONFINITE)
     nonfinite_message(c, r);
   else if (r->status == KV_FAIL_TOLERANCE) {
-    const char *part = kv_parts_name_of(c, cost, cost->row_len, r->stats.worst_index);
+    const char *part = kv_parts_name_of(c, cost, r->stats.worst_index);
     snprintf(r->message, sizeof r->message, "output beyond its bound: %.3g x bound at element %lld%s%s%s",
              r->stats.max_bound_ratio, (long long)r->stats.worst_index, part ? " (" : "", part ? part : "",
              part ? ")" : "");
   }
-  KV_TRY(judge_parts(c, cost, rs, d, r));
-  if (r->status == KV_FAIL_NONFINITE) nonfinite_message(c, r);
   judge_aux(c, rs, d, r);
   KV_TRY(judge_conformance(c, rs, d, r));
   judge_bias(c, rs, r);

@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Part p's statistics over the compared elements of its rows: all rows (rows NULL, the part
- * a contiguous range of out, ref and mag) or the listed rows that fall in the part. */
+/* Part p's statistics over the compared elements of its rows: with all rows (rows NULL) a
+ * contiguous range of out, ref and mag; with sampled rows (ascending) the range of the sample
+ * whose rows fall in the part, its flat output indices listed. */
 static kv_status part_of(const kv_case *c, const kv_cost *cost, const kv_tolerance *tol, const kv_case_data *d,
                          int n_parts, int p, kv_errstats *st) {
   const size_t first = kv_part_first_row(cost->rows, n_parts, p), end = kv_part_first_row(cost->rows, n_parts, p + 1);
@@ -24,24 +25,17 @@ static kv_status part_of(const kv_case *c, const kv_cost *cost, const kv_toleran
     if (st->worst_index >= 0) st->worst_index += (int64_t)off;
     return KV_OK;
   }
-  size_t n = 0;
-  for (size_t i = 0; i < d->n_rows; i++) n += d->rows[i] >= first && d->rows[i] < end;
-  int64_t *index = KV_MALLOC((n ? n : 1) * len * sizeof *index);
-  double *ref = KV_MALLOC((n ? n : 1) * len * sizeof *ref), *mag = KV_MALLOC((n ? n : 1) * len * sizeof *mag);
-  kv_status rc = index && ref && mag ? KV_OK : KV_ERR;
-  size_t k = 0;
-  for (size_t i = 0; rc == KV_OK && i < d->n_rows; i++) {
-    if (d->rows[i] < first || d->rows[i] >= end) continue;
-    for (size_t j = 0; j < len; j++, k++) {
-      index[k] = (int64_t)(d->rows[i] * len + j);
-      ref[k] = d->ref[i * len + j];
-      mag[k] = d->mag[i * len + j];
-    }
-  }
-  if (rc == KV_OK && kv_errstats_compute(d->out, d->out_type, index, ref, mag, k, c->prec, tol, cost->red_len, st))
-    rc = KV_ERR;
-  free(index), free(ref), free(mag);
-  return rc;
+  size_t lo = 0, hi;
+  while (lo < d->n_rows && d->rows[lo] < first) lo++;
+  for (hi = lo; hi < d->n_rows && d->rows[hi] < end; hi++) {}
+  const size_t n = (hi - lo) * len;
+  int64_t *index = KV_MALLOC((n ? n : 1) * sizeof *index);
+  if (!index) return KV_ERR;
+  for (size_t k = 0; k < n; k++) index[k] = (int64_t)(d->rows[lo + k / len] * len + k % len);
+  const int rc = kv_errstats_compute(d->out, d->out_type, index, d->ref + lo * len, d->mag + lo * len, n, c->prec, tol,
+                                     cost->red_len, st);
+  free(index);
+  return rc ? KV_ERR : KV_OK;
 }
 
 kv_status kv_parts_host_stats(const kv_case *c, const kv_cost *cost, const kv_tolerance *tol, const kv_case_data *d,
@@ -88,11 +82,11 @@ void kv_parts_consistency(const kv_errstats *whole, const kv_errstats *parts, in
     snprintf(msg, len, "their bias sums differ from the whole's");
 }
 
-const char *kv_parts_name_of(const kv_case *c, const kv_cost *cost, size_t row_len, int64_t index) {
+const char *kv_parts_name_of(const kv_case *c, const kv_cost *cost, int64_t index) {
   const kv_family *f = c->fp->family;
   const int n_parts = kv_family_parts(f);
-  if (n_parts == 0 || index < 0 || row_len == 0) return NULL;
-  const size_t row = (size_t)index / row_len;
+  if (n_parts == 0 || index < 0 || cost->row_len == 0) return NULL;
+  const size_t row = (size_t)index / cost->row_len;
   for (int p = n_parts - 1; p >= 0; p--)
     if (row >= kv_part_first_row(cost->rows, n_parts, p)) return f->out_parts[p];
   return NULL;

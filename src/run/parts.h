@@ -7,8 +7,9 @@
 #include "numerics/errstats.h"
 
 /* The statistics of each of the family's parts (kv_family_parts of them) into parts, from the
- * output, reference and magnitude the backend handed back in d (the rows it compared: all or
- * a sample). Worst indices are flat indices into the whole output. KV_ERR when out of memory. */
+ * output, reference and magnitude the backend handed back in d (the rows it compared: all, or
+ * a sample in ascending order as kv_reference_rows takes it). Worst indices are flat indices
+ * into the whole output. KV_ERR when out of memory. */
 kv_status kv_parts_host_stats(const kv_case *c, const kv_cost *cost, const kv_tolerance *tol, const kv_case_data *d,
                               kv_errstats *parts);
 
@@ -17,8 +18,8 @@ kv_status kv_parts_host_stats(const kv_case *c, const kv_cost *cost, const kv_to
  * sums that differ beyond the order of their terms. */
 void kv_parts_consistency(const kv_errstats *whole, const kv_errstats *parts, int n_parts, char *msg, size_t len);
 
-/* The name of the part that holds flat output index `index` (rows of row_len elements), or
- * NULL when the family has no parts or there is no such element. */
-const char *kv_parts_name_of(const kv_case *c, const kv_cost *cost, size_t row_len, int64_t index);
+/* The name of the part that holds flat output index `index` (rows of cost->row_len elements),
+ * or NULL when the family has no parts or there is no such element. */
+const char *kv_parts_name_of(const kv_case *c, const kv_cost *cost, int64_t index);
 
 #endif
