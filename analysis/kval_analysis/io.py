@@ -474,6 +474,18 @@ def case_frame(ds, variables=None):
     return frame
 
 
+def part_view(ds, part):
+    """The family Dataset with one part's statistics (part_stats) in place of the whole
+    output's, for the per-case tables and fits of that part; integer statistics keep the
+    file's fill (-1) where the part has none."""
+    view = ds.drop_vars("part_stats")
+    for stat in (str(x) for x in ds["part_stat"].values):
+        if stat in view:
+            v = ds["part_stats"].sel(part=part, part_stat=stat, drop=True)
+            view[stat] = (v.fillna(-1) if view[stat].dtype.kind in "iu" else v).astype(view[stat].dtype)
+    return view.drop_dims(list(PART_DIMS))
+
+
 def case_labels(frame, axes):
     """'precision=fp16:fp32 headdim=64 ...' for every row of a case frame (vectorised)."""
     labels = pd.Series("", index=frame.index, dtype=object)

@@ -24,7 +24,7 @@ from .cases import family_frame, split_precision, typical_per_case, unit_roundof
 from .document import Document
 from .fleet_output import clean
 from .growth import GROWTH, fit_section, growth_plots
-from .io import failure_mask, family_axes, finding_mask, output_mask
+from .io import failure_mask, family_axes, finding_mask, output_mask, part_view
 from .probes import probe_families, probe_section
 
 SCHEMA_VERSION = 1
@@ -126,49 +126,32 @@ def findings_table(frames, typical):
                                        "message"])
 
 
-PART_COLUMNS = (("median_rel_l2", "rel_l2", np.median), ("max_rel_l2", "rel_l2", np.max),
-                ("max_p99_ulp", "p99_ulp", np.max), ("max_ulp", "max_ulp", np.max),
-                ("max_bound_ratio", "max_bound_ratio", np.max))
-
-
-def parts_table(runs, frames):
-    """Per family with parts, precision and part: the cases with an output (every rank) and
-    their part's error statistics (part_stats), so dq, dk and dv are compared apart."""
-    rows = []
-    for name, ds in runs.families.items():
-        if name not in frames or "part_stats" not in ds or "precision" not in ds["status"].dims:
-            continue
-        ps = ds["part_stats"].transpose(*ds["status"].dims, "part", "part_stat")
-        stats = [str(x) for x in ds["part_stat"].values]
-        ran = output_mask(ds["status"].values)
-        prec = np.broadcast_to(ds["precision"].broadcast_like(ds["status"]).values, ran.shape)
-        for p in pd.unique(prec[ran]):
-            cells = ps.values[ran & (prec == p)]  # cases x part x part_stat
-            for k, part in enumerate(str(x) for x in ds["part"].values):
-                row = {"family": name, "precision": p, "part": part, "cases": int(len(cells))}
-                for col, stat, how in PART_COLUMNS:
-                    v = cells[:, k, stats.index(stat)].astype(float)
-                    v = v[~np.isnan(v)]
-                    row[col] = float(how(v)) if len(v) else np.nan
-                rows.append(row)
-    return pd.DataFrame(rows)
+PART_COLUMNS = (("median_rel_l2", "rel_l2", "median"), ("max_rel_l2", "rel_l2", "max"),
+                ("max_p99_ulp", "p99_ulp", "max"), ("max_ulp", "max_ulp", "max"),
+                ("max_bound_ratio", "max_bound_ratio", "max"))
 
 
 def part_frames(runs, frames):
-    """Per family with parts and per part, the family's frame with the part's statistics in
-    place of the whole output's (named "FAMILY (PART)"), for the growth fits of each part."""
-    out = {}
-    for name, (frame, axes) in frames.items():
-        ds = runs.families[name]
-        if "part_stats" not in ds:
+    """(family, part) -> the family's frame with that part's statistics in place of the whole
+    output's (io.part_view), for each family whose output has parts."""
+    return {(name, str(part)): (family_frame(part_view(runs.families[name], str(part))), axes)
+            for name, (frame, axes) in frames.items() if "part_stats" in runs.families[name]
+            for part in runs.families[name]["part"].values}
+
+
+def parts_table(by_part):
+    """Per family with parts, precision and part: the (rank, case) results with an output and
+    their part's error statistics, so dq, dk and dv are compared apart."""
+    rows = {}  # (family, precision) -> its parts' rows, in the order the parts come
+    for (name, part), (frame, axes) in by_part.items():
+        if "precision" not in axes:
             continue
-        for part in (str(x) for x in ds["part"].values):
-            sub = ds.copy()
-            for stat in (str(x) for x in ds["part_stat"].values):
-                if stat in sub:
-                    sub[stat] = ds["part_stats"].sel(part=part, part_stat=stat, drop=True).astype(sub[stat].dtype)
-            out[f"{name} ({part})"] = (family_frame(sub), axes)
-    return out
+        ran = frame[output_mask(frame["status"])]
+        for prec, cases in ran.groupby("precision", sort=False):
+            row = {"family": name, "precision": prec, "part": part, "cases": len(cases)}
+            row.update({col: float(cases[stat].astype(float).agg(how)) for col, stat, how in PART_COLUMNS})
+            rows.setdefault((name, prec), []).append(row)
+    return pd.DataFrame([row for group in rows.values() for row in group])
 
 
 def ladder_table(typical):
@@ -334,7 +317,8 @@ def build_precision(runs, outdir):
     if len(findings):
         doc.table(findings, row_class=lambda r: "warn")
     out["findings"] = findings.to_dict("records")
-    parts = parts_table(runs, frames)
+    by_part = part_frames(runs, frames)
+    parts = parts_table(by_part)
     if len(parts):
         doc.heading("Errors of each part of an output", 3)
         doc.paragraph("Families whose checked output has parts (fa2bwd: the gradients dq, dk and dv, each "
@@ -342,9 +326,8 @@ def build_precision(runs, outdir):
                       "per precision and part, over every rank's cases with an output.")
         doc.table(parts)
     out["parts"] = parts.to_dict("records")
-    with_parts = dict(frames, **part_frames(runs, frames))
-    out["fits"] = fit_section(doc, dict(typical, **_typical({k: v for k, v in with_parts.items() if k not in frames})),
-                              with_parts).to_dict("records")
+    named = {f"{name} ({part})": v for (name, part), v in by_part.items()}
+    out["fits"] = fit_section(doc, dict(typical, **_typical(named)), dict(frames, **named)).to_dict("records")
     doc.heading("Fraction of cases within relative-L2 levels", 3)
     doc.table(ladder_table(typical))
     doc.heading("Storage and accumulator effects", 3)
