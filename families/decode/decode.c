@@ -19,6 +19,7 @@
 #include "families/kit.h"
 #include "families/decode/decode.h"
 #include "families/decode/decode_limits.h"
+#include "numerics/tolerance.h"
 
 #define DECODE_LOG2E 1.4426950408889634074
 
@@ -60,8 +61,8 @@ void kv_decode_dims_of(const kv_case *c, int sms, kv_decode_dims *d) {
   d->rows = d->q_len * d->group;
   d->pages_per_seq = (d->ctx + d->page - 1) / d->page;
   d->num_pages = d->batch * d->pages_per_seq;
-  d->splits = kv_decode_splits(d->ctx, d->page, d->batch * d->kv_heads, sms,
-                               kv_decode_blocks_per_sm((int)d->headdim, kv_decode_rows_cap(d->rows)), &d->split_pages);
+  d->splits = kv_decode_splits(d->ctx, d->page, d->batch * d->kv_heads, sms, kv_decode_blocks_per_sm((int)d->headdim),
+                               &d->split_pages);
   d->scale = scale > 0 ? scale : 1.0 / sqrt((double)d->headdim);
   d->scale_f = (float)d->scale;
   d->scale_log2 = (float)(d->scale * DECODE_LOG2E);
@@ -77,6 +78,15 @@ void kv_decode_block_table(const kv_decode_dims *d, int32_t *table) {
     table[i] = table[j];
     table[j] = t;
   }
+}
+
+/* The tolerance's reduction length: a score sums headdim products, an output ctx_len terms. */
+static double red_len_of(const kv_decode_dims *d) { return (double)(d->headdim > d->ctx ? d->headdim : d->ctx); }
+
+double kv_decode_mag_rho(const kv_case *c) {
+  kv_decode_dims d;
+  kv_decode_dims_of(c, 0, &d);
+  return kv_tolerance_p_rho(c->prec, red_len_of(&d));
 }
 
 static const char *decode_invalid(const kv_case *c, const char *backend) {
@@ -103,7 +113,7 @@ static void decode_cost(const kv_case *c, kv_cost *o) {
   const double table = 4.0 * (double)d.num_pages;
   o->flops = 4.0 * rows * (double)d.ctx * hd;
   o->bytes = (2.0 * rows * hd + 2.0 * kv_used) * s + 4.0 * rows + table;
-  o->red_len = (double)(d.headdim > d.ctx ? d.headdim : d.ctx);
+  o->red_len = red_len_of(&d);
   o->ref_flops = rows * (double)d.ctx * (8.0 * hd + 20.0);
   /* GPU reference (decode_gpu_ref.cu): scores and weights of a chunk of nr rows,
    * nr = min(rows, 2^25 / ctx), and its output runs of 4096 tokens; the kernel's split
@@ -142,23 +152,27 @@ static void decode_tensors(const kv_case *c, kv_tensors *t) {
 /* fp32 accumulation of mixed-sign sums, rounded to nearest. */
 static int decode_unbiased(const kv_case *c) { return c->prec.accum == KV_FP32; }
 
-static const char *const decode_what[] = {"single", "split", "ctx-tail", "rows-partial", "table=contiguous",
-                                          "table=shuffled", NULL};
+static const char *const decode_what[] = {"single", "split", "ctx-tail", "slab-tail", "warps-idle", "rows-partial",
+                                          "rows-full", "table=contiguous", "table=shuffled", NULL};
 
-/* The kernel path: the instantiation (head dim, precision, row capacity), the page size, one
- * split or several (the combine kernel), a partial last page, a row capacity not filled, the
- * table, the input distribution. The split count assumes the deck's sms (or 132). */
+/* The kernel path: the instantiation (head dim, precision), the page size, one split or
+ * several (the combine kernel), a partial last page, a partial last slab, a split with fewer
+ * slabs than warps (a warp's state empty at the merge: the last split is the shortest), fewer
+ * rows than the mma's 16 or all 16, the table, the input distribution. The split count
+ * assumes the deck's sms (or 132). */
 static void decode_path(const kv_case *c, char *b, size_t n) {
   kv_decode_dims d;
   kv_decode_dims_of(c, 0, &d);
-  const int cap = kv_decode_rows_cap(d.rows);
+  const long long last = d.ctx - (long long)(d.splits - 1) * d.split_pages * d.page;
   b[0] = '\0';
-  kv_tag(b, n, "decode:d%lld:%s:rows%d", d.headdim, kv_case_str(c, "precision"), cap);
+  kv_tag(b, n, "decode:d%lld:%s", d.headdim, kv_case_str(c, "precision"));
   kv_tag(b, n, "decode:page%lld", d.page);
-  kv_tag(b, n, "decode:%s", d.splits > 1 ? decode_what[1] : decode_what[0]);
+  kv_tag(b, n, "decode:%s", decode_what[d.splits > 1 ? 1 : 0]);
   if (d.ctx % d.page) kv_tag(b, n, "decode:%s", decode_what[2]);
-  if (d.rows < cap) kv_tag(b, n, "decode:%s", decode_what[3]);
-  kv_tag(b, n, "decode:%s", d.table_key ? decode_what[5] : decode_what[4]);
+  if (d.ctx % KV_DECODE_SLAB) kv_tag(b, n, "decode:%s", decode_what[3]);
+  if ((last + KV_DECODE_SLAB - 1) / KV_DECODE_SLAB < KV_DECODE_WARPS) kv_tag(b, n, "decode:%s", decode_what[4]);
+  kv_tag(b, n, "decode:%s", decode_what[d.rows < KV_DECODE_MAX_ROWS ? 5 : 6]);
+  kv_tag(b, n, "decode:%s", decode_what[d.table_key ? 8 : 7]);
   kv_tag(b, n, "decode:dist=%s", kv_case_str(c, "dist"));
 }
 
@@ -170,8 +184,7 @@ static int decode_path_tag(int i, char *b, size_t n) {
       kv_precision prec;
       if (kv_precision_parse(kv_precision_pairs[p], &prec) != 0 || kv_decode_unsupported(dims[k], prec, 16, 1, 1, 1))
         continue;
-      for (int cap = 1; cap <= KV_DECODE_MAX_ROWS; cap *= 2)
-        if (kv_tag_at(&i, b, n, "decode:d%d:%s:rows%d", dims[k], kv_precision_pairs[p], cap)) return 1;
+      if (kv_tag_at(&i, b, n, "decode:d%d:%s", dims[k], kv_precision_pairs[p])) return 1;
     }
   for (int p = 0; p < 4; p++)
     if (kv_tag_at(&i, b, n, "decode:page%d", pages[p])) return 1;

@@ -29,7 +29,7 @@ struct kv_decode_args {
 
 struct kv_decode_problem {
   kv_decode_args a;
-  int headdim, cap; /* row capacity kv_decode_rows_cap(rows) */
+  int headdim;
   kv_precision prec;
   cudaError_t (*launch)(const kv_decode_problem &pr, cudaStream_t stream);
   cudaError_t (*info)(kv_kernel_resources *r);
@@ -37,7 +37,7 @@ struct kv_decode_problem {
 
 /* The instantiations' prepare steps (explicitly instantiated in inst/decode_<storage>.cu):
  * raise the split kernel's dynamic shared-memory limit, set pr->launch and pr->info. */
-template <int D, kv_dtype STORE, int CAP>
+template <int D, kv_dtype STORE>
 cudaError_t kv_decode_prepare_inst(kv_decode_problem *pr);
 
 /* Problem level (decode_dispatch.cu): kv_decode_unsupported() and the argument checks (KV_ERR
@@ -55,7 +55,7 @@ struct kv_decode_ref_args {
   const int32_t *table;
   kv_dtype store, accum;
   long long batch, q_len, q_heads, kv_heads, page, pages_per_seq, ctx, headdim;
-  double scale;
+  double scale, rho; /* softmax scale; rho of the magnitude term (kv_decode_mag_rho) */
   double *ref, *mag, *lse, *lse_mag;
 };
 /* The reference, synchronised; a failed call is reported (CHECK_CUDA). */

@@ -4,10 +4,10 @@
  * t < ctx_len of sequence b:
  *   s_t = scale * sum_k q_k k_tk; m = max s_t; P_t = exp(s_t - m) / l, l = sum_t exp(s_t - m);
  *   o_d = sum_t P_t v_td; lse = m + log(l) (natural log).
- * Magnitude term of element d (the tolerance multiplies it by c2 sqrt(K) u_acc):
- *   mag_d = sum_t P_t |v_td| (1 + scale * sum_k |q_k k_tk|)
- * (the accumulation of P V and the effect of the score errors; the kernel keeps P in fp32, so
- * fa2's rho term for P rounded to storage is absent). The LSE's magnitude term is fa2's
+ * Magnitude term of element d (the tolerance multiplies it by c2 sqrt(K) u_acc), fa2's:
+ *   mag_d = sum_t P_t |v_td| (1 + scale * sum_k |q_k k_tk| + rho)
+ * (the accumulation of P V, the effect of the score errors, and rho = kv_decode_mag_rho for
+ * the rounding of P to the storage type before P V). The LSE's magnitude term is fa2's
  * (kv_fa2_lse_mag, fa2_reference.h): the same fp32 softmax statistics. */
 #include <math.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@
 typedef struct {
   kv_decode_dims d;
   kv_dtype st;
-  double u_acc;
+  double u_acc, rho;
   int32_t *table;
   double *q, *kr, *s, *slo, *a;
   kv_dd *acc;
@@ -31,6 +31,7 @@ static kv_status ref_alloc(ref_work *w, const kv_case *c) {
   kv_decode_dims_of(c, 0, &w->d);
   w->st = c->prec.storage;
   w->u_acc = kv_dtype_unit_roundoff(c->prec.accum);
+  w->rho = kv_decode_mag_rho(c);
   const size_t hd = (size_t)w->d.headdim, n = (size_t)w->d.ctx;
   w->table = KV_MALLOC((size_t)w->d.num_pages * sizeof(int32_t));
   w->q = KV_MALLOC((2 * hd + 3 * n) * sizeof(double));
@@ -94,7 +95,7 @@ static double ref_row(ref_work *w, const void *const *in, size_t r, int dd, doub
   memset(mag, 0, hd * sizeof(double));
   for (long long t = 0; t < n; t++) {
     const double p = dd ? exp(kv_dd_value(kv_dd_add(kv_dd_two_sum(w->s[t], -m), w->slo[t]))) : exp(w->s[t] - m);
-    const double pm = p * (1.0 + w->a[t]);
+    const double pm = p * (1.0 + w->a[t] + w->rho);
     l = dd ? kv_dd_add(l, p) : (kv_dd){l.hi + p, 0.0};
     abar += p * w->a[t];
     kv_to_double(in[2], w->st, token_offset(w, b, h, t), hd, w->kr);

@@ -97,6 +97,7 @@ static kv_status decode_prepare(const kv_case *c, void *const *d_in, void *const
   r.ctx = d.ctx;
   r.headdim = d.headdim;
   r.scale = d.scale;
+  r.rho = kv_decode_mag_rho(c);
   *problem = f;
   return KV_OK;
 }

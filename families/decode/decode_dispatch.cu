@@ -1,25 +1,14 @@
 /* decode_dispatch.cu - the paged-KV decode kernel of a problem, chosen once: the family's
  * support rule (decode_limits.h) and the argument checks, then the instantiation (head dim x
- * storage x row capacity, inst/decode_<st>.cu), whose prepare step raises the shared-memory
+ * storage, inst/decode_<st>.cu), whose prepare step raises the shared-memory
  * limit; then the launch and the resource query of the prepared problem. */
 #include "families/decode/decode_api.h"
 
 namespace {
 
-template <int D, kv_dtype S>
-cudaError_t by_cap(kv_decode_problem *pr) {
-  switch (pr->cap) {
-    case 1: return kv_decode_prepare_inst<D, S, 1>(pr);
-    case 2: return kv_decode_prepare_inst<D, S, 2>(pr);
-    case 4: return kv_decode_prepare_inst<D, S, 4>(pr);
-    case 8: return kv_decode_prepare_inst<D, S, 8>(pr);
-    default: return kv_decode_prepare_inst<D, S, 16>(pr);
-  }
-}
-
 template <int D>
 cudaError_t by_store(kv_decode_problem *pr) {
-  return pr->prec.storage == KV_FP16 ? by_cap<D, KV_FP16>(pr) : by_cap<D, KV_BF16>(pr);
+  return pr->prec.storage == KV_FP16 ? kv_decode_prepare_inst<D, KV_FP16>(pr) : kv_decode_prepare_inst<D, KV_BF16>(pr);
 }
 
 /* Why the arguments cannot be launched, or NULL. */
@@ -46,7 +35,6 @@ kv_status kv_decode_prepare(const kv_decode_args &a, int headdim, kv_precision p
   *pr = kv_decode_problem();
   pr->a = a;
   pr->headdim = headdim;
-  pr->cap = kv_decode_rows_cap(a.rows);
   pr->prec = prec;
   return CHECK_CUDA(headdim == 64 ? by_store<64>(pr) : by_store<128>(pr));
 }

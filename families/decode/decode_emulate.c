@@ -1,21 +1,25 @@
 /* decode_emulate.c - the cpu backend's paged-KV decode attention: the split-KV algorithm of the
  * CUDA kernels (decode_kernels.cuh) with their precision model (docs/NUMERICS.md: fp16/bf16
- * storage widened exactly, fp32 arithmetic, P kept in fp32), visiting the same splits, tiles
- * and partial sums (decode_limits.h). Per (batch, kv head, split of whole pages), the rows of
- * the GQA group, and tiles of KV_DECODE_TILE tokens read through the block table:
- *  1. S_j = q . k_j: fp32 fused multiply-adds over the head dimension in order.
- *  2. m_new = max(m, tile max); alpha = exp2((m - m_new) * scale_log2) (0 on the first tile);
+ * storage widened exactly, fp32 accumulation, P rounded to the storage type before P V as in
+ * fa2), visiting the same splits, slabs and warps (decode_limits.h). Per (batch, kv head,
+ * split of whole pages), the rows of the GQA group; the split's slabs of KV_DECODE_SLAB tokens,
+ * slab i to warp i % KV_DECODE_WARPS, each warp with its own m, l and o, its slabs in order:
+ *  1. S_j = q . k_j: fp32 fused multiply-adds over the head dimension in order (the model of
+ *     the tensor cores' fp32 accumulation); tokens past the split get no score.
+ *  2. m_new = max(m, slab max); alpha = exp2((m - m_new) * scale_log2) (0 on the first slab);
  *     p_j = exp2(fma(S_j, scale_log2, -(m_new * scale_log2))) (exp2 in double, rounded);
- *     the tile sum adds p_j + p_{j+32} per lane, then a butterfly over the 32 lanes (offsets
- *     16, 8, 4, 2, 1), as the kernel's warp shuffles do; l = fma(l, alpha, tile sum).
- *  3. each token set's accumulators are scaled by alpha, then o += p_j v_j by fused
- *     multiply-adds over its tokens in order; at the split's end the token sets' partials
- *     are added in set order (kv_decode_pv_layout).
- * One split: out = o * (1 / l) rounded to storage, lse = m * scale_f + log(l) in fp32. Several:
- * the splits' o * (1 / l) and LSEs in fp32, then per row, in split order, M = max lse_s,
- * w_s = exp(lse_s - M), W = sum w_s, acc = fma(w_s, o_s, acc); out = acc * (1 / W),
- * lse = M + log(W). exp and log are evaluated in double and rounded to fp32, so the kernel's
- * fast-math versions differ in the last bits (the emulation is not bit-exact to the GPU). */
+ *     the slab sum as the kernel's quad: lane t adds (p_2t + p_2t+1) + (p_8+2t + p_9+2t), then
+ *     the lanes (l0 + l1) + (l2 + l3); l = fma(l, alpha, slab sum).
+ *  3. o = o * alpha, then o += P_j v_j by fused multiply-adds over the slab's tokens in order,
+ *     P_j = p_j rounded to the storage type.
+ * Split end: the warps merged in warp order: M = max m_w, f_w = exp2((m_w - M) * scale_log2),
+ * l = fma(f_w, l_w, l), o = fma(f_w, o_w, o) (a warp without slabs has m = -inf: f = 0).
+ * One split: out = o * (1 / l) rounded to storage, lse = M * scale_f + log(l) in fp32.
+ * Several: the splits' o * (1 / l) and LSEs in fp32, then per row, in split order,
+ * M = max lse_s, w_s = exp(lse_s - M), W = sum w_s, acc = fma(w_s, o_s, acc);
+ * out = acc * (1 / W), lse = M + log(W). exp and log are evaluated in double and rounded to
+ * fp32, so the kernel's fast-math versions differ in the last bits, and the tensor cores add
+ * in their own order (the emulation is not bit-exact to the GPU). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,17 +27,20 @@
 #include "families/decode/decode.h"
 #include "families/decode/decode_limits.h"
 #include "families/kit.h"
+#include "numerics/halfprec.h"
+
+#define NW KV_DECODE_WARPS
+#define SLAB KV_DECODE_SLAB
 
 typedef struct {
   kv_decode_dims d;
   kv_dtype st;
-  int cap, nr, nt;
   int32_t *table;
   float *q;    /* [rows][D] of the group */
   float *kv;   /* one token row */
-  float *s;    /* [rows][TILE] scores, then probabilities */
-  float *acc;  /* [nt][rows][D] token-set partials */
-  float *m, *l;
+  float *s;    /* [rows][SLAB] scores, then probabilities */
+  float *o;    /* [NW][rows][D] each warp's unnormalised output, then the merged one in warp 0's */
+  float *m, *l; /* [NW][rows] */
   float *part; /* several splits: [splits][total rows][D + 1] (o, lse) */
 } emu_work;
 
@@ -43,12 +50,10 @@ static kv_status work_alloc(emu_work *w, const kv_case *c) {
   memset(w, 0, sizeof *w);
   kv_decode_dims_of(c, 0, &w->d);
   w->st = c->prec.storage;
-  w->cap = kv_decode_rows_cap(w->d.rows);
-  kv_decode_pv_layout((int)w->d.headdim, w->cap, &w->nr, &w->nt);
   const size_t hd = (size_t)w->d.headdim, r = (size_t)w->d.rows;
   const size_t total = (size_t)w->d.batch * (size_t)w->d.q_len * (size_t)w->d.q_heads;
   w->table = KV_MALLOC((size_t)w->d.num_pages * sizeof(int32_t));
-  w->q = KV_MALLOC((r * hd + hd + r * KV_DECODE_TILE + (size_t)w->nt * r * hd + 2 * r) * sizeof(float));
+  w->q = KV_MALLOC((r * hd + hd + r * SLAB + NW * r * hd + 2 * NW * r) * sizeof(float));
   if (w->d.splits > 1) w->part = KV_MALLOC((size_t)w->d.splits * total * (hd + 1) * sizeof(float));
   if (CHECK_ALLOC(w->table) != KV_OK || CHECK_ALLOC(w->q) != KV_OK || (w->d.splits > 1 && CHECK_ALLOC(w->part) != KV_OK)) {
     free(w->table);
@@ -59,9 +64,9 @@ static kv_status work_alloc(emu_work *w, const kv_case *c) {
   kv_decode_block_table(&w->d, w->table);
   w->kv = w->q + r * hd;
   w->s = w->kv + hd;
-  w->acc = w->s + r * KV_DECODE_TILE;
-  w->m = w->acc + (size_t)w->nt * r * hd;
-  w->l = w->m + r;
+  w->o = w->s + r * SLAB;
+  w->m = w->o + NW * r * hd;
+  w->l = w->m + NW * r;
   return KV_OK;
 }
 
@@ -84,57 +89,76 @@ static void load_token(emu_work *w, const void *buf, long long b, long long h, l
   kv_to_float(buf, w->st, off, (size_t)d->headdim, w->kv);
 }
 
-/* Step 2 for row rr over the tile's nt valid scores: p in place, m and l updated; returns alpha. */
-static float softmax_tile(emu_work *w, long long rr, long long n) {
-  float *s = w->s + rr * KV_DECODE_TILE, lane[32];
+/* Step 2 for row rr of warp wp over the slab's n valid scores: p in place, m and l updated;
+ * returns alpha. */
+static float softmax_slab(emu_work *w, int wp, long long rr, long long n) {
+  float *s = w->s + rr * SLAB, lane[4];
+  float *m = w->m + (size_t)wp * (size_t)w->d.rows + (size_t)rr, *l = w->l + (size_t)wp * (size_t)w->d.rows + (size_t)rr;
   const float sl2 = w->d.scale_log2;
   float mt = -INFINITY;
   for (long long j = 0; j < n; j++) mt = s[j] > mt ? s[j] : mt;
-  const float m_new = w->m[rr] > mt ? w->m[rr] : mt, alpha = f_exp2((w->m[rr] - m_new) * sl2), ms = m_new * sl2;
-  for (long long j = 0; j < KV_DECODE_TILE; j++) s[j] = j < n ? f_exp2(fmaf(s[j], sl2, -ms)) : 0.0f;
-  for (int i = 0; i < 32; i++) lane[i] = s[i] + s[i + 32];
-  for (int o = 16; o > 0; o >>= 1)
-    for (int i = 0; i < o; i++) lane[i] = lane[i] + lane[i + o];
-  w->l[rr] = fmaf(w->l[rr], alpha, lane[0]);
-  w->m[rr] = m_new;
+  const float m_new = *m > mt ? *m : mt, alpha = f_exp2((*m - m_new) * sl2), ms = m_new * sl2;
+  for (long long j = 0; j < SLAB; j++) s[j] = j < n ? f_exp2(fmaf(s[j], sl2, -ms)) : 0.0f;
+  for (int t = 0; t < 4; t++) lane[t] = (s[2 * t] + s[2 * t + 1]) + (s[8 + 2 * t] + s[9 + 2 * t]);
+  *l = fmaf(*l, alpha, (lane[0] + lane[1]) + (lane[2] + lane[3]));
+  *m = m_new;
   return alpha;
 }
 
-/* One (b, h, split): the group's unnormalised o summed over token sets into w->acc (set 0). */
+/* One slab of warp wp: tokens [ts, ts + n) of (b, h) into the warp's m, l and o. */
+static void attend_slab(emu_work *w, const void *const *in, int wp, long long b, long long h, long long ts, long long n) {
+  const kv_decode_dims *d = &w->d;
+  const size_t hd = (size_t)d->headdim, r = (size_t)d->rows;
+  float *o = w->o + (size_t)wp * r * hd;
+  for (long long j = 0; j < n; j++) {
+    load_token(w, in[1], b, h, ts + j);
+    for (size_t rr = 0; rr < r; rr++) {
+      float a = 0.0f;
+      for (size_t k = 0; k < hd; k++) a = fmaf(w->q[rr * hd + k], w->kv[k], a);
+      w->s[rr * SLAB + j] = a;
+    }
+  }
+  for (size_t rr = 0; rr < r; rr++) {
+    const float alpha = softmax_slab(w, wp, (long long)rr, n);
+    for (size_t k = 0; k < hd; k++) o[rr * hd + k] *= alpha;
+    for (long long j = 0; j < n; j++) w->s[rr * SLAB + j] = kv_round_f32(w->s[rr * SLAB + j], w->st);
+  }
+  for (long long j = 0; j < n; j++) {
+    load_token(w, in[2], b, h, ts + j);
+    for (size_t rr = 0; rr < r; rr++) {
+      const float p = w->s[rr * SLAB + j];
+      for (size_t k = 0; k < hd; k++) o[rr * hd + k] = fmaf(p, w->kv[k], o[rr * hd + k]);
+    }
+  }
+}
+
+/* One (b, h, split): every warp's slabs, then the warps merged in warp order into warp 0's
+ * o (unnormalised), w->m and w->l (the merged M and l of each row). */
 static void attend_split(emu_work *w, const void *const *in, long long b, long long h, long long t0, long long t1) {
   const kv_decode_dims *d = &w->d;
   const size_t hd = (size_t)d->headdim, r = (size_t)d->rows;
+  for (size_t i = 0; i < NW * r; i++) {
+    w->m[i] = -INFINITY;
+    w->l[i] = 0.0f;
+  }
+  memset(w->o, 0, NW * r * hd * sizeof(float));
+  for (long long ts = t0, i = 0; ts < t1; ts += SLAB, i++)
+    attend_slab(w, in, (int)(i % NW), b, h, ts, t1 - ts < SLAB ? t1 - ts : SLAB);
   for (size_t rr = 0; rr < r; rr++) {
-    w->m[rr] = -INFINITY;
-    w->l[rr] = 0.0f;
+    float mx = -INFINITY, sw = 0.0f, f[NW];
+    for (int wp = 0; wp < NW; wp++) mx = w->m[wp * r + rr] > mx ? w->m[wp * r + rr] : mx;
+    for (int wp = 0; wp < NW; wp++) {
+      f[wp] = f_exp2((w->m[wp * r + rr] - mx) * d->scale_log2);
+      sw = fmaf(f[wp], w->l[wp * r + rr], sw);
+    }
+    for (size_t k = 0; k < hd; k++) {
+      float acc = 0.0f;
+      for (int wp = 0; wp < NW; wp++) acc = fmaf(f[wp], w->o[(wp * r + rr) * hd + k], acc);
+      w->o[rr * hd + k] = acc;
+    }
+    w->m[rr] = mx;
+    w->l[rr] = sw;
   }
-  memset(w->acc, 0, (size_t)w->nt * r * hd * sizeof(float));
-  for (long long tt = t0; tt < t1; tt += KV_DECODE_TILE) {
-    const long long n = t1 - tt < KV_DECODE_TILE ? t1 - tt : KV_DECODE_TILE;
-    for (long long j = 0; j < n; j++) {
-      load_token(w, in[1], b, h, tt + j);
-      for (size_t rr = 0; rr < r; rr++) {
-        float a = 0.0f;
-        for (size_t k = 0; k < hd; k++) a = fmaf(w->q[rr * hd + k], w->kv[k], a);
-        w->s[rr * KV_DECODE_TILE + j] = a;
-      }
-    }
-    for (size_t rr = 0; rr < r; rr++) {
-      const float alpha = softmax_tile(w, (long long)rr, n);
-      for (int ts = 0; ts < w->nt; ts++)
-        for (size_t k = 0; k < hd; k++) w->acc[(ts * r + rr) * hd + k] *= alpha;
-    }
-    for (long long j = 0; j < n; j++) {
-      load_token(w, in[2], b, h, tt + j);
-      float *a = w->acc + (size_t)(j % w->nt) * r * hd;
-      for (size_t rr = 0; rr < r; rr++) {
-        const float p = w->s[rr * KV_DECODE_TILE + j];
-        for (size_t k = 0; k < hd; k++) a[rr * hd + k] = fmaf(p, w->kv[k], a[rr * hd + k]);
-      }
-    }
-  }
-  for (int ts = 1; ts < w->nt; ts++)
-    for (size_t i = 0; i < r * hd; i++) w->acc[i] = w->acc[i] + w->acc[(size_t)ts * r * hd + i];
 }
 
 /* The splits' partials of every row combined in split order (several splits). */
@@ -177,7 +201,7 @@ kv_status kv_decode_emulate(const kv_case *c, void *const *in, void *const *out)
           const float inv = 1.0f / w.l[rr], ls = w.m[rr] * d->scale_f + (float)log((double)w.l[rr]);
           float *p = d->splits > 1 ? w.part + ((size_t)s * total + row) * (hd + 1) : NULL;
           for (size_t k = 0; k < hd; k++) {
-            const float v = w.acc[rr * hd + k] * inv;
+            const float v = w.o[rr * hd + k] * inv;
             if (p)
               p[k] = v;
             else

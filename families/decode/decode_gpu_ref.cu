@@ -3,7 +3,8 @@
  * chunk of nr consecutive rows (nr = min(rows, 2^25 / ctx_len)):
  *   scores:  S[t][i] = scale q_i . k_t, A[t][i] = scale sum |q_i k_t|   (thread per (t, i))
  *   softmax: per row m = max S, p_t = exp(S - m), l = sum p, lse = m + log(l), the LSE's
- *            magnitude term (kv_fa2_lse_mag); S <- p, A <- p (1 + A)   (block per row)
+ *            magnitude term (kv_fa2_lse_mag); S <- p, A <- p (1 + A + rho)   (block per row;
+ *            rho = kv_decode_mag_rho: P rounded to storage in the kernel)
  *   output:  per (row, d, run of kTokRun tokens) sums of p_t v_td and A_t |v_td|, then the
  *            runs added in order and divided by l                     (thread per (row, d))
  * Inputs are widened exactly from fp16/bf16 to fp64; every sum has a fixed order. */
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(kRowThreads)
     const double p = exp(S[t * nr + ii] - m);
     l += p;
     abar += p * A[t * nr + ii];
-    A[t * nr + ii] = p * (1.0 + A[t * nr + ii]);
+    A[t * nr + ii] = p * (1.0 + A[t * nr + ii] + a.rho);
     S[t * nr + ii] = p;
   }
   __syncthreads();

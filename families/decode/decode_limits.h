@@ -1,21 +1,26 @@
 /* decode_limits.h - what the paged-KV decode kernel can run and how it splits the cache, in
  * plain C that gcc and nvcc both compile: the descriptor's invalid() and path(), the CPU
- * emulation and the dispatcher ask the same rules, so the emulation visits the same splits and
- * tiles as the kernel and --dry-run reports the dispatcher's own choice.
+ * emulation and the dispatcher ask the same rules, so the emulation visits the same splits,
+ * warps and slabs as the kernel and --dry-run reports the dispatcher's own choice.
  *
- * The kernel (decode_kernels.cuh): one block of KV_DECODE_THREADS threads per (batch, kv
- * head, split) handles all rows of its GQA group (q_len query tokens x q_heads / kv_heads
- * heads), staging KV_DECODE_TILE tokens of K and V per step in shared memory; a split is a
- * run of whole pages. With more than one split a second kernel combines the splits' partial
+ * The kernel (decode_kernels.cuh): one block of KV_DECODE_WARPS warps per (batch, kv head,
+ * split) handles all rows of its GQA group (q_len query tokens x q_heads / kv_heads heads, at
+ * most KV_DECODE_MAX_ROWS: one 16-row tensor-core tile); the split's tokens come in slabs of
+ * KV_DECODE_SLAB, slab i to warp i % KV_DECODE_WARPS, which streams its own slabs through
+ * KV_DECODE_STAGES shared-memory stages and keeps its own softmax state; the warps' states
+ * are merged in warp order at the split's end. A split is a run of whole pages (so a slab never
+ * spans two pages). With more than one split a second kernel combines the splits' partial
  * outputs through their LSEs, in split order. */
 #ifndef KVAL_DECODE_LIMITS_H
 #define KVAL_DECODE_LIMITS_H
 
 #include "core/dtype.h"
 
-#define KV_DECODE_THREADS 128
-#define KV_DECODE_TILE 64       /* tokens per shared-memory stage */
-#define KV_DECODE_MAX_ROWS 16   /* query rows (q_len x group) per block */
+#define KV_DECODE_WARPS 4
+#define KV_DECODE_THREADS (32 * KV_DECODE_WARPS)
+#define KV_DECODE_SLAB 16       /* tokens of one warp step (the k of the P V mma) */
+#define KV_DECODE_STAGES 3      /* shared-memory stages of each warp's slabs */
+#define KV_DECODE_MAX_ROWS 16   /* query rows (q_len x group) per block: the mma's 16 rows */
 #define KV_DECODE_MAX_SPLITS 256
 #define KV_DECODE_SPLIT_MIN 512 /* fewest tokens per split the split count aims at */
 #define KV_DECODE_SM_SMEM 233472 /* shared memory of an sm_90 SM (228 KB), 1 KB of it reserved per block */
@@ -36,37 +41,16 @@ static inline const char *kv_decode_unsupported(long long headdim, kv_precision 
   return NULL;
 }
 
-/* The kernel instantiation's row capacity for `rows` query rows per block: 1, 2, 4, 8 or 16. */
-static inline int kv_decode_rows_cap(long long rows) {
-  int cap = 1;
-  while (cap < rows) cap *= 2;
-  return cap;
-}
+/* Dynamic shared memory of the split kernel for head dim d (bytes): per warp and stage one slab
+ * of K and one of V, rows padded by one 16-byte vector (the ldmatrix rows of a slab fall in
+ * different banks). decode_kernels.cuh allocates exactly this; the warps' final states reuse it. */
+#define KV_DECODE_SMEM_BYTES(d) (KV_DECODE_WARPS * KV_DECODE_STAGES * 2 * KV_DECODE_SLAB * ((d) + 8) * 2)
 
-/* Dynamic shared memory of the split kernel for head dim d and row capacity cap (bytes): two
- * stages of K (rows padded by one 16-byte vector) and V, the q rows and the scores in fp32,
- * m, l and alpha per row. decode_kernels.cuh allocates exactly this. */
-#define KV_DECODE_SMEM_BYTES(d, cap)                                                                          \
-  (2 * KV_DECODE_TILE * ((d) + 8) * 2 + 2 * KV_DECODE_TILE * (d) * 2 + (cap) * (d) * 4 + (cap) * KV_DECODE_TILE * 4 + \
-   3 * (cap) * 4)
-
-/* Split kernel blocks resident per SM, as the split rule assumes it: shared memory bound (the
- * kernel's 48..72 registers allow 7 blocks of 128 threads), at most 6. */
-static inline int kv_decode_blocks_per_sm(int headdim, int cap) {
-  const int b = KV_DECODE_SM_SMEM / (KV_DECODE_SMEM_BYTES(headdim, cap) + 1024);
-  return b < 1 ? 1 : (b > 6 ? 6 : b);
-}
-
-/* The P V step's thread layout for head dim D and row capacity cap: the KV_DECODE_THREADS
- * threads are D / 8 dim groups (one 16-byte vector of 8 dims each) x *nr row sets x *nt token
- * sets; a thread accumulates rows rs, rs + *nr, ... (cap / *nr of them) over the tile's tokens
- * ts, ts + *nt, ..., and the *nt partial sums are added in token-set order at the split's end.
- * The QK^T step: thread tid scores token tid % KV_DECODE_TILE for the rows of its parity
- * tid / KV_DECODE_TILE. */
-static inline void kv_decode_pv_layout(int headdim, int cap, int *nr, int *nt) {
-  const int sets = KV_DECODE_THREADS / (headdim / 8);
-  *nr = cap < sets ? cap : sets;
-  *nt = sets / *nr;
+/* Split kernel blocks resident per SM, as the split rule assumes it: shared memory bound, at
+ * most 8 (head dim 128: 2, 64: 4). */
+static inline int kv_decode_blocks_per_sm(int headdim) {
+  const int b = KV_DECODE_SM_SMEM / (KV_DECODE_SMEM_BYTES(headdim) + 1024);
+  return b < 1 ? 1 : (b > 8 ? 8 : b);
 }
 
 /* The split of a sequence of ctx tokens in pages of page_size over `work` = batch x kv_heads

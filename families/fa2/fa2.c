@@ -16,6 +16,7 @@
 #include "families/kit.h"
 #include "families/fa2/fa2.h"
 #include "families/fa2/fa2_limits.h"
+#include "numerics/tolerance.h"
 
 #define FA2_LOG2E 1.4426950408889634074
 
@@ -74,8 +75,7 @@ static double visible_pairs(const kv_fa2_dims *d) {
 double kv_fa2_mag_rho(const kv_case *c) {
   kv_fa2_dims d;
   kv_fa2_dims_of(c, &d);
-  double red_len = (double)(d.headdim > d.seqlen_k ? d.headdim : d.seqlen_k);
-  return kv_dtype_unit_roundoff(c->prec.storage) / (kv_dtype_unit_roundoff(c->prec.accum) * sqrt(red_len));
+  return kv_tolerance_p_rho(c->prec, (double)(d.headdim > d.seqlen_k ? d.headdim : d.seqlen_k));
 }
 
 static const char *fa2_invalid(const kv_case *c, const char *backend) {

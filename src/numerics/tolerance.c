@@ -36,3 +36,7 @@ double kv_tolerance_bound(const kv_tolerance *t, kv_precision p, double ref, dou
   kv_tolerance_coefs(t, p, red_len, &a, &b);
   return a * fabs(ref) + b * mag + t->abs_floor;
 }
+
+double kv_tolerance_p_rho(kv_precision p, double red_len) {
+  return kv_dtype_unit_roundoff(p.storage) / (kv_dtype_unit_roundoff(p.accum) * sqrt(red_len));
+}

@@ -43,6 +43,10 @@ kv_tolerance kv_tolerance_default(kv_precision p);
  * err / kv_tolerance_bound(). */
 void kv_tolerance_coefs(const kv_tolerance *t, kv_precision p, double red_len, double *coef_ref, double *coef_mag);
 double kv_tolerance_bound(const kv_tolerance *t, kv_precision p, double ref, double mag, double red_len);
+/* rho of an attention magnitude term whose P is rounded to the storage type before P V (fa2,
+ * decode): u_storage / (u_acc sqrt(K)), that per-term rounding in the units of the bound's
+ * c2 sqrt(K) u_acc term: mag = sum_j P_j |V_jd| (1 + scale sum_k |q_k k_jk| + rho). */
+double kv_tolerance_p_rho(kv_precision p, double red_len);
 #ifdef __cplusplus
 }
 #endif

@@ -53,7 +53,7 @@ for t in fa2:kval-mma:q-tail fa2:kval-mma:k-tail fa2:kval-mma:k-blocks fa2:kval-
   gemm:kval-wgmma:alpha gemm:kval-wgmma:beta \
   layernorm:fp16:fp32:peeled-8x1 layernorm:fp16:fp16:serial layernorm:rows-tail \
   rmsnorm:fp16:fp32:peeled-8x1 rmsnorm:bf16:bf16:serial rmsnorm:rows-tail \
-  decode:single decode:split decode:ctx-tail decode:rows-partial decode:dist=large_logits \
+  decode:single decode:split decode:ctx-tail decode:slab-tail decode:warps-idle decode:rows-partial decode:dist=large_logits \
   fa2:kval-mma:cross fa2:kval-wgmma:cross fa2:kval-mma:dist=uniform fa2:kval-wgmma:dist=large_logits \
   gemm:kval-mma:dist=near_max gemm:kval-wgmma:dist=uniform layernorm:dist=offset rmsnorm:dist=offset \
   layernorm:large-eps rmsnorm:large-eps; do

@@ -1,5 +1,5 @@
 /* decode_fp16.cu - the paged-KV decode kernels instantiated for fp16 storage: head dims 64 and
- * 128, row capacities 1 to 16 (decode_kernels.cuh). One file per storage type. */
+ * 128 (decode_kernels.cuh). One file per storage type. */
 #include "families/decode/decode_kernels.cuh"
 
 KV_DECODE_INSTANTIATE(64, KV_FP16)
