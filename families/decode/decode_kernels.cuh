@@ -63,7 +63,7 @@ __device__ __forceinline__ int row_of(const kv_decode_args &a, int b, int h, int
 template <int D>
 __device__ __forceinline__ void load_slab(const kv_decode_args &a, int b, int h, int ts, int t1, uint16_t *sk,
                                           uint16_t *sv, int lane) {
-  constexpr int kVec = D / 8, kChunks = kSlab * kVec / 32;
+  constexpr int kVec = D / 8, kChunks = kSlab * kVec / 32, kRow = layout<D>::kRow;
   const long long page = a.table[static_cast<long long>(b) * a.pages_per_seq + ts / a.page];
   const size_t base = ((static_cast<size_t>(page) * a.kv_heads + h) * a.page + ts % a.page) * D;
   const uint16_t *k = static_cast<const uint16_t *>(a.k) + base, *v = static_cast<const uint16_t *>(a.v) + base;
@@ -72,8 +72,8 @@ __device__ __forceinline__ void load_slab(const kv_decode_args &a, int b, int h,
   for (int it = 0; it < kChunks; ++it) {
     const int c = lane + it * 32, j = c / kVec, vec = c % kVec, bytes = j < n ? 16 : 0;
     const size_t off = bytes ? static_cast<size_t>(j) * D + vec * 8 : 0;
-    kv::ptx::cp_async_16(kv::ptx::smem_addr(sk + j * (D + 8) + vec * 8), k + off, bytes);
-    kv::ptx::cp_async_16(kv::ptx::smem_addr(sv + j * (D + 8) + vec * 8), v + off, bytes);
+    kv::ptx::cp_async_16(kv::ptx::smem_addr(sk + j * kRow + vec * 8), k + off, bytes);
+    kv::ptx::cp_async_16(kv::ptx::smem_addr(sv + j * kRow + vec * 8), v + off, bytes);
   }
 }
 
@@ -95,7 +95,7 @@ __device__ __forceinline__ void load_q(const kv_decode_args &a, int b, int h, in
   }
 }
 
-/* The max (op 0) or sum (op 1) of a row's value over the 4 lanes of a quad, xor 1 then 2. */
+/* The max and the sum of a row's values over the 4 lanes of a quad (xor 1, then xor 2). */
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
   return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const kv_decode_args a)
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       uint32_t r[4];
-      kv::ptx::ldmatrix_x4(r, kv::ptx::smem_addr(ks + k_row * (D + 8) + kk * 16 + k_col));
+      kv::ptx::ldmatrix_x4(r, kv::ptx::smem_addr(ks + k_row * L::kRow + kk * 16 + k_col));
       kv::ptx::mma_m16n8k16_f32<T>(s[0], qa[kk], r[0], r[1]);
       kv::ptx::mma_m16n8k16_f32<T>(s[1], qa[kk], r[2], r[3]);
     }
@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const kv_decode_args a)
 #pragma unroll
     for (int np = 0; np < D / 16; ++np) {
       uint32_t r[4];
-      kv::ptx::ldmatrix_x4_trans(r, kv::ptx::smem_addr(vs + v_row * (D + 8) + np * 16 + v_col));
+      kv::ptx::ldmatrix_x4_trans(r, kv::ptx::smem_addr(vs + v_row * L::kRow + np * 16 + v_col));
       kv::ptx::mma_m16n8k16_f32<T>(o[2 * np], pa, r[0], r[1]);
       kv::ptx::mma_m16n8k16_f32<T>(o[2 * np + 1], pa, r[2], r[3]);
     }
