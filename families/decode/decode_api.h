@@ -15,14 +15,17 @@
 #include "family.h"
 #include "families/decode/decode_limits.h"
 
-/* One decode problem (layouts: decode.h). part_o [splits, rows, D] and part_lse [splits,
- * rows] (rows = batch x q_len x q_heads, fp32) hold the splits' partials when splits > 1. */
+/* One decode problem (layouts: decode.h). When splits > 1: part_o [splits, rows, D] and
+ * part_lse [splits, rows] (rows = batch x q_len x q_heads, fp32) hold the splits' partials,
+ * and arrivals [batch, kv_heads] counts the splits of a group that have finished (zero before
+ * the first launch; the kernel leaves it zero). */
 struct kv_decode_args {
   const void *q, *k, *v;
   void *o;
   float *lse;
   const int32_t *table; /* [batch, pages_per_seq] */
   float *part_o, *part_lse;
+  int *arrivals;
   int batch, q_len, q_heads, kv_heads, group, rows, page, pages_per_seq, ctx, splits, split_pages;
   float scale, scale_log2;
 };
@@ -62,12 +65,14 @@ struct kv_decode_ref_args {
 kv_status kv_decode_gpu_reference(const kv_decode_ref_args &r, cudaStream_t stream);
 
 /* The problem object of kv_cuda_decode (decode_cuda.cu): the kernel problem, the reference's
- * arguments and the device buffers the adapter owns (block table, split partials). */
+ * arguments and the device buffers the adapter owns (block table, split partials and arrival
+ * counts). */
 struct kv_decode_case {
   kv_decode_problem kernel;
   kv_decode_ref_args ref;
   int32_t *d_table;
   float *d_part;
+  int *d_arrivals;
 };
 
 #endif

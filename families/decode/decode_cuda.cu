@@ -2,8 +2,8 @@
  * a case (axes precision, headdim, page_size, ctx_len, batch, q_heads, kv_heads, q_len; params
  * scale, table_seed, sms; inputs q, k_cache, v_cache; outputs out and the fp32 LSE) becomes,
  * once, a kv_decode_case: the block table of the case (kv_decode_block_table) uploaded, the
- * split plan for this GPU's SM count with its partial buffers, the kernel problem
- * (decode_dispatch.cu) and the arguments of the fp64 reference (decode_gpu_ref.cu). */
+ * split plan for this GPU's SM count with its partial buffers and arrival counts, the kernel
+ * problem (decode_dispatch.cu) and the arguments of the fp64 reference (decode_gpu_ref.cu). */
 #include <cstdlib>
 #include <new>
 
@@ -17,6 +17,7 @@ static void decode_release(void *problem) {
   if (!f) return;
   if (f->d_table) (void)CHECK_CUDA(cudaFree(f->d_table));
   if (f->d_part) (void)CHECK_CUDA(cudaFree(f->d_part));
+  if (f->d_arrivals) (void)CHECK_CUDA(cudaFree(f->d_arrivals));
   delete f;
 }
 
@@ -50,8 +51,14 @@ static kv_status decode_prepare(const kv_case *c, void *const *d_in, void *const
     return KV_ERR;
   }
   const size_t rows = static_cast<size_t>(d.batch * d.q_len * d.q_heads);
+  const size_t groups = static_cast<size_t>(d.batch * d.kv_heads);
+  const size_t part_bytes = static_cast<size_t>(d.splits) * rows * (d.headdim + 1) * sizeof(float);
+  /* partials start as NaN: a combine that reads a split before it is written poisons the first launch */
   if (d.splits > 1 &&
-      CHECK_CUDA(cudaMalloc(&f->d_part, static_cast<size_t>(d.splits) * rows * (d.headdim + 1) * sizeof(float))) != KV_OK) {
+      (CHECK_CUDA(cudaMalloc(&f->d_part, part_bytes)) != KV_OK ||
+       CHECK_CUDA(cudaMemset(f->d_part, 0xff, part_bytes)) != KV_OK ||
+       CHECK_CUDA(cudaMalloc(&f->d_arrivals, groups * sizeof(int))) != KV_OK ||
+       CHECK_CUDA(cudaMemset(f->d_arrivals, 0, groups * sizeof(int))) != KV_OK)) {
     decode_release(f);
     return KV_ERR;
   }
@@ -64,6 +71,7 @@ static kv_status decode_prepare(const kv_case *c, void *const *d_in, void *const
   a.table = f->d_table;
   a.part_o = f->d_part;
   a.part_lse = f->d_part ? f->d_part + static_cast<size_t>(d.splits) * rows * d.headdim : nullptr;
+  a.arrivals = f->d_arrivals;
   a.batch = static_cast<int>(d.batch);
   a.q_len = static_cast<int>(d.q_len);
   a.q_heads = static_cast<int>(d.q_heads);

@@ -19,7 +19,8 @@ const char *bad_args(const kv_decode_args &a) {
   if (a.pages_per_seq != (a.ctx + a.page - 1) / a.page) return "decode kernel: pages_per_seq does not cover ctx";
   if (a.splits < 1 || a.split_pages < 1 || (long long)(a.splits - 1) * a.split_pages >= a.pages_per_seq)
     return "decode kernel: split plan does not cover the pages";
-  if (a.splits > 1 && (!a.part_o || !a.part_lse)) return "decode kernel: several splits need partial buffers";
+  if (a.splits > 1 && (!a.part_o || !a.part_lse || !a.arrivals))
+    return "decode kernel: several splits need partial buffers and arrival counts";
   if ((double)a.batch * a.q_len * a.q_heads > 2147483647.0) return "decode kernel: rows exceed the int range";
   if (!(a.scale > 0.f) || !(a.scale_log2 > 0.f)) return "decode kernel: the softmax scale must be positive";
   return nullptr;

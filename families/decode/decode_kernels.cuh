@@ -10,10 +10,12 @@
  * S = Q K^T by mma.sync m16n8k16 (fp32 accumulators; Q held as A fragments), the slab's row
  * max and sum by quad shuffles, P rounded to the storage type, O += P V by mma.sync. No block
  * barrier until the split's end, where the warps' (m, l, O) are merged in warp order. With one
- * split the block writes the output and the LSE; with several, fp32 partials o / l and LSEs
- * that combine_kernel reduces, one warp-slice per row, in split order. The order of every sum
- * is fixed: the same inputs give the same bits on every run. decode_emulate.c is the CPU model
- * of this code. */
+ * split the block writes the output and the LSE; with several, fp32 partials o / l and LSEs,
+ * and the last block of its (batch, kv head) to finish (an arrival count in global memory,
+ * fenced on both sides) reduces every split's partials in split order (combine_rows) and
+ * resets the count for the next launch: one launch, and the order of every sum fixed whichever
+ * block comes last, so the same inputs give the same bits on every run. decode_emulate.c is the
+ * CPU model of this code. */
 #ifndef KVAL_DECODE_KERNELS_CUH
 #define KVAL_DECODE_KERNELS_CUH
 
@@ -48,7 +50,8 @@ struct layout {
   static constexpr int kSlabElems = kSlab * kRow;           /* one slab of K or of V */
   static constexpr int kWarpElems = 2 * kStages * kSlabElems;
   static constexpr int kBytes = kWarps * kWarpElems * 2;
-  static constexpr int kStateFloats = 2 * 16 + 16 * D;      /* one warp's m, l, O */
+  static constexpr int kStateM = 0, kStateL = 16, kStateO = 32; /* offsets of m[16], l[16], O[16][D] */
+  static constexpr int kStateFloats = kStateO + 16 * D;          /* one warp's m, l, O */
   static_assert(kBytes == KV_DECODE_SMEM_BYTES(D), "the split rule's shared-memory count (decode_limits.h)");
   static_assert(kWarps * kStateFloats * 4 <= kBytes, "the warps' states reuse the stages");
 };
@@ -103,6 +106,34 @@ __device__ __forceinline__ float quad_max(float x) {
 __device__ __forceinline__ float quad_sum(float x) {
   x = x + __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+/* The rows of group (b, h) combined from every split's partials, in split order (weights
+ * exp(lse_s - max)): one (row, 4 dims) a thread. The partials were written by other blocks of
+ * this launch: read through L2 (ld.global.cg), never from this SM's L1. */
+template <int D, kv_dtype S>
+__device__ __forceinline__ void combine_rows(const kv_decode_args &a, int b, int h) {
+  const int total = a.batch * a.q_len * a.q_heads;
+  for (int item = threadIdx.x; item < a.rows * (D / 4); item += kThreads) {
+    const int row = row_of(a, b, h, item / (D / 4)), c = (item % (D / 4)) * 4;
+    float mx = -INFINITY, sw = 0.0f, acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int s = 0; s < a.splits; ++s) mx = fmaxf(mx, __ldcg(a.part_lse + static_cast<size_t>(s) * total + row));
+    for (int s = 0; s < a.splits; ++s) {
+      const float w = expf(__ldcg(a.part_lse + static_cast<size_t>(s) * total + row) - mx);
+      const float4 o = __ldcg(reinterpret_cast<const float4 *>(a.part_o + (static_cast<size_t>(s) * total + row) * D + c));
+      sw = sw + w;
+      acc[0] = fmaf(w, o.x, acc[0]);
+      acc[1] = fmaf(w, o.y, acc[1]);
+      acc[2] = fmaf(w, o.z, acc[2]);
+      acc[3] = fmaf(w, o.w, acc[3]);
+    }
+    const float inv = 1.0f / sw;
+    uint2 out;
+    out.x = store_of<S>::pack(acc[0] * inv, acc[1] * inv);
+    out.y = store_of<S>::pack(acc[2] * inv, acc[3] * inv);
+    *reinterpret_cast<uint2 *>(static_cast<uint16_t *>(a.o) + static_cast<size_t>(row) * D + c) = out;
+    if (c == 0) a.lse[row] = mx + logf(sw);
+  }
 }
 
 template <int D, kv_dtype S>
@@ -193,15 +224,15 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const kv_decode_args a)
   __syncthreads();
   float *st = reinterpret_cast<float *>(smem) + warp * L::kStateFloats;
   if (t == 0) {
-    st[g] = m[0];
-    st[g + 8] = m[1];
-    st[16 + g] = l[0];
-    st[16 + g + 8] = l[1];
+    st[L::kStateM + g] = m[0];
+    st[L::kStateM + g + 8] = m[1];
+    st[L::kStateL + g] = l[0];
+    st[L::kStateL + g + 8] = l[1];
   }
 #pragma unroll
   for (int nd = 0; nd < D / 8; ++nd) {
-    *reinterpret_cast<float2 *>(st + 32 + g * D + nd * 8 + 2 * t) = make_float2(o[nd][0], o[nd][1]);
-    *reinterpret_cast<float2 *>(st + 32 + (g + 8) * D + nd * 8 + 2 * t) = make_float2(o[nd][2], o[nd][3]);
+    *reinterpret_cast<float2 *>(st + L::kStateO + g * D + nd * 8 + 2 * t) = make_float2(o[nd][0], o[nd][1]);
+    *reinterpret_cast<float2 *>(st + L::kStateO + (g + 8) * D + nd * 8 + 2 * t) = make_float2(o[nd][2], o[nd][3]);
   }
   __syncthreads();
 
@@ -212,15 +243,15 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const kv_decode_args a)
     const int rr = item / (D / 8), c = (item % (D / 8)) * 8;
     float mx = -INFINITY;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, st0[w * L::kStateFloats + rr]);
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, st0[w * L::kStateFloats + L::kStateM + rr]);
     float sw = 0.0f, acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
       const float *sw_state = st0 + w * L::kStateFloats;
-      const float f = exp2f((sw_state[rr] - mx) * a.scale_log2);
-      sw = fmaf(f, sw_state[16 + rr], sw);
+      const float f = exp2f((sw_state[L::kStateM + rr] - mx) * a.scale_log2);
+      sw = fmaf(f, sw_state[L::kStateL + rr], sw);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] = fmaf(f, sw_state[32 + rr * D + c + e], acc[e]);
+      for (int e = 0; e < 8; ++e) acc[e] = fmaf(f, sw_state[L::kStateO + rr * D + c + e], acc[e]);
     }
     const int row = row_of(a, b, h, rr);
     const float inv = 1.0f / sw, lse = mx * a.scale + logf(sw);
@@ -239,32 +270,18 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const kv_decode_args a)
       if (c == 0) a.part_lse[static_cast<size_t>(split) * total + row] = lse;
     }
   }
-}
+  if (a.splits == 1) return;
 
-/* Rows of the splits' partials combined in split order: D / 4 threads per row, 4 dims each. */
-template <int D, kv_dtype S>
-__global__ void __launch_bounds__(kThreads) combine_kernel(const kv_decode_args a) {
-  constexpr int kPerRow = D / 4, kRows = kThreads / kPerRow;
-  const int total = a.batch * a.q_len * a.q_heads;
-  const int row = blockIdx.x * kRows + threadIdx.x / kPerRow, c = threadIdx.x % kPerRow;
-  if (row >= total) return;
-  float mx = -INFINITY, sw = 0.0f, acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int s = 0; s < a.splits; ++s) mx = fmaxf(mx, a.part_lse[static_cast<size_t>(s) * total + row]);
-  for (int s = 0; s < a.splits; ++s) {
-    const float w = expf(a.part_lse[static_cast<size_t>(s) * total + row] - mx);
-    const float4 o = *reinterpret_cast<const float4 *>(a.part_o + (static_cast<size_t>(s) * total + row) * D + c * 4);
-    sw = sw + w;
-    acc[0] = fmaf(w, o.x, acc[0]);
-    acc[1] = fmaf(w, o.y, acc[1]);
-    acc[2] = fmaf(w, o.z, acc[2]);
-    acc[3] = fmaf(w, o.w, acc[3]);
-  }
-  const float inv = 1.0f / sw;
-  uint2 out;
-  out.x = store_of<S>::pack(acc[0] * inv, acc[1] * inv);
-  out.y = store_of<S>::pack(acc[2] * inv, acc[3] * inv);
-  *reinterpret_cast<uint2 *>(static_cast<uint16_t *>(a.o) + static_cast<size_t>(row) * D + c * 4) = out;
-  if (c == 0) a.lse[row] = mx + logf(sw);
+  /* Arrival of this split; the last of (b, h) combines them all and resets the count */
+  __threadfence();
+  __syncthreads();
+  int arrived = 0;
+  int *count = a.arrivals + b * a.kv_heads + h;
+  if (threadIdx.x == 0) arrived = atomicAdd(count, 1) + 1;
+  if (!__syncthreads_or(arrived == a.splits)) return;
+  __threadfence();
+  if (threadIdx.x == 0) *count = 0;
+  combine_rows<D, S>(a, b, h);
 }
 
 template <int D, kv_dtype S>
@@ -272,11 +289,6 @@ cudaError_t launch(const kv_decode_problem &pr, cudaStream_t stream) {
   const kv_decode_args &a = pr.a;
   const dim3 grid(static_cast<unsigned>(a.splits), static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(a.batch));
   split_kernel<D, S><<<grid, kThreads, layout<D>::kBytes, stream>>>(a);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess || a.splits == 1) return e;
-  constexpr int kRows = kThreads / (D / 4);
-  const int total = a.batch * a.q_len * a.q_heads;
-  combine_kernel<D, S><<<static_cast<unsigned>((total + kRows - 1) / kRows), kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 

@@ -9,8 +9,8 @@
  * KV_DECODE_SLAB, slab i to warp i % KV_DECODE_WARPS, which streams its own slabs through
  * KV_DECODE_STAGES shared-memory stages and keeps its own softmax state; the warps' states
  * are merged in warp order at the split's end. A split is a run of whole pages (so a slab never
- * spans two pages). With more than one split a second kernel combines the splits' partial
- * outputs through their LSEs, in split order. */
+ * spans two pages). With more than one split the last block of a (batch, kv head) to finish
+ * combines the splits' partial outputs through their LSEs, in split order. */
 #ifndef KVAL_DECODE_LIMITS_H
 #define KVAL_DECODE_LIMITS_H
 
