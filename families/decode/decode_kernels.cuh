@@ -272,15 +272,21 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const kv_decode_args a)
   }
   if (a.splits == 1) return;
 
-  /* Arrival of this split; the last of (b, h) combines them all and resets the count */
-  __threadfence();
+  /* Arrival of this split (cooperative groups' grid-barrier pattern: block barrier, then one
+   * thread's fence and atomic); the last of (b, h) fences again, resets the count for the next
+   * launch and combines them all */
   __syncthreads();
   int arrived = 0;
-  int *count = a.arrivals + b * a.kv_heads + h;
-  if (threadIdx.x == 0) arrived = atomicAdd(count, 1) + 1;
+  if (threadIdx.x == 0) {
+    int *count = a.arrivals + b * a.kv_heads + h;
+    __threadfence();
+    arrived = atomicAdd(count, 1) + 1;
+    if (arrived == a.splits) {
+      *count = 0;
+      __threadfence();
+    }
+  }
   if (!__syncthreads_or(arrived == a.splits)) return;
-  __threadfence();
-  if (threadIdx.x == 0) *count = 0;
   combine_rows<D, S>(a, b, h);
 }
 
