@@ -2,9 +2,9 @@
 # decode_gpu.sh - the decode family (paged-KV decode attention) checked and timed on one GPU in
 # one call, from the repo root of a fresh copy: build (bootstrap, configure, make of kval, the
 # GPU test and the bench driver), tests/gpu/test_families_gpu on families/decode/test.deck
-# alone, kval on attention.deck's short decode sections, compute-sanitizer memcheck (and with
-# RACECHECK=1 racecheck) of families/decode/sanitize.deck, decode_bench against PyTorch
-# (bench/peers.py).
+# alone, kval on attention.deck's short decode sections and fleet.deck's 8-bit KV caches
+# ([decode.kv8]), compute-sanitizer memcheck (and with RACECHECK=1 racecheck) of
+# families/decode/sanitize.deck, decode_bench against PyTorch (bench/peers.py).
 # Logs and CSVs under $OUT (default /tmp/decode-gpu); a table last: every step with its exit
 # status and seconds, then kval's GB/s beside the measured copy ceiling and the PyTorch peers.
 # DEADLINE (default 150) bounds the whole call: each step's limit is cut to what is left.
@@ -48,6 +48,7 @@ step build 75 bash -c "$BUILD" || { cat "$OUT/steps.txt"; tail -30 "$OUT/build.l
 step gpu_test 30 env top_srcdir="$OUT/decks" "$B/tests/gpu/test_families_gpu"
 step kval 40 "$B/src/kval" --backend cuda --only decode.paths,decode.dist,decode.tails,decode.pages,decode.contig,decode.qlen \
   "$ROOT/inputs/attention.deck" -o "$OUT/attention-decode.h5"
+step kval_kv8 20 "$B/src/kval" --backend cuda --only decode.kv8 "$ROOT/inputs/fleet.deck" -o "$OUT/fleet-kv8.h5"
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 step memcheck 25 env top_srcdir="$OUT/decks" KVAL_SKIP_CEILINGS=1 "$CS" --tool memcheck --error-exitcode 9 \
   "$B/tests/gpu/test_families_gpu" small
@@ -80,7 +81,7 @@ for tool in ("memcheck", "racecheck")[: 2 if os.path.exists(os.path.join(out, "r
     s = [l for l in text(tool + ".log").splitlines() if "ERROR SUMMARY" in l or "RACECHECK SUMMARY" in l]
     print("  %s: %s" % (tool, s[-1].strip() if s else "no summary line"))
 rows = {}
-key = ("precision", "headdim", "page_size", "ctx_len", "batch", "q_heads", "kv_heads")
+key = ("precision", "kv_type", "headdim", "page_size", "ctx_len", "batch", "q_heads", "kv_heads")
 for f in ("decode_bench.csv", "decode_peers.csv"):
     p = os.path.join(out, f)
     if not os.path.exists(p):
@@ -88,8 +89,8 @@ for f in ("decode_bench.csv", "decode_peers.csv"):
     for r in csv.DictReader(open(p)):
         if r.get("family") != "decode" or not r.get("gbps"):
             continue
-        rows.setdefault(tuple(r[c] for c in key), {})[r["backend"]] = r
-print("\n  %-9s %3s %4s %6s %3s %6s | %8s %6s %7s | %9s %8s %s" % ("prec", "d", "page", "ctx", "B", "Hq/Hkv",
+        rows.setdefault(tuple(r.get(c) or ("storage" if c == "kv_type" else "") for c in key), {})[r["backend"]] = r
+print("\n  %-9s %-7s %3s %4s %6s %3s %6s | %8s %6s %7s | %9s %8s %s" % ("prec", "kv", "d", "page", "ctx", "B", "Hq/Hkv",
       "kval GB/s", "%copy", "verdict", "gather+sdpa", "sdpa", "speedup vs gather+sdpa, sdpa"))
 for k2, by in rows.items():
     kv = by.get("kval") or by.get("kval-contiguous")
@@ -103,8 +104,9 @@ for k2, by in rows.items():
         gb = float(r["gbps"])
         pct = "%5.1f%%" % (100 * gb / copy) if copy else "   ?"
         ratio = " ".join("%.2fx" % (float(p["ms"]) / float(r["ms"])) for p in (g, s) if p)
-        print("  %-9s %3s %4s %6s %3s %3s/%-2s | %8.0f %6s %7s | %9s %8s %s" % (
-            k2[0], k2[1], k2[2], k2[3], k2[4], k2[5], k2[6], gb, pct, r.get("verdict", "")[:7] + ("" if name == "kval" else "*"),
+        print("  %-9s %-7s %3s %4s %6s %3s %3s/%-2s | %8.0f %6s %7s | %9s %8s %s" % (
+            k2[0], k2[1], k2[2], k2[3], k2[4], k2[5], k2[6], k2[7], gb, pct,
+            r.get("verdict", "")[:7] + ("" if name == "kval" else "*"),
             g["gbps"] if g else "", s["gbps"] if s else "", ratio))
 print("  (* contiguous block table; GB/s = kval's byte count over the median for every backend)")
 PY

@@ -9,6 +9,9 @@
  * adapter uploads and the CPU side evaluates again; pages are non-contiguous unless
  * table_seed = 0.
  *
+ * Types: q and out in the storage type (fp16 or bf16); the KV cache in the same type or, by the
+ * kv_type axis, 8-bit e4m3 or e5m2 (vLLM's fp8 KV cache, without scales), which the kernel
+ * widens exactly to the storage type: the arithmetic and its tolerance are the precision's.
  * Inputs by `dist`: normal / uniform: q, k, v from that base distribution, scale 1.
  * large_logits: q and k normal with scale 4 (near one-hot softmax); v normal, scale 1.
  * Reduction length of the tolerance: red_len = max(headdim, ctx_len). */
@@ -24,9 +27,18 @@
 #define DECODE_LOG2E 1.4426950408889634074
 
 static const char *const decode_dists[] = {"normal", "uniform", "large_logits", NULL};
+static const char *const decode_kv_types[] = {"storage", "e4m3", "e5m2", NULL};
+
+/* The KV cache's type of a case: the storage type, or the 8-bit type its kv_type names. */
+static kv_dtype kv_type_of(const kv_case *c) {
+  const char *kv = kv_case_str(c, "kv_type");
+  return strcmp(kv, "e4m3") == 0 ? KV_E4M3 : strcmp(kv, "e5m2") == 0 ? KV_E5M2 : c->prec.storage;
+}
 
 static const kv_axis_desc decode_axes[] = {
     {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0, "storage:accumulator type pair (fp32 accumulation)"},
+    {"kv_type", KV_AXIS_STR, "storage", decode_kv_types, 0, 0,
+     "the KV cache's type: storage (the precision's), or 8-bit e4m3 or e5m2, widened exactly to the storage type"},
     {"headdim", KV_AXIS_INT, "128", NULL, 64, 128, "head dimension (64 or 128)"},
     {"page_size", KV_AXIS_INT, "16", NULL, 16, 128, "tokens per KV-cache page (16, 32, 64 or 128)"},
     {"ctx_len", KV_AXIS_INT, "4096", NULL, 1, 1048576, "cached tokens per sequence (any length: the last page may be partial)"},
@@ -61,8 +73,10 @@ void kv_decode_dims_of(const kv_case *c, int sms, kv_decode_dims *d) {
   d->rows = d->q_len * d->group;
   d->pages_per_seq = (d->ctx + d->page - 1) / d->page;
   d->num_pages = d->batch * d->pages_per_seq;
-  d->splits = kv_decode_splits(d->ctx, d->page, d->batch * d->kv_heads, sms, kv_decode_blocks_per_sm((int)d->headdim),
-                               &d->split_pages);
+  d->kv_type = kv_type_of(c);
+  d->io_type = c->prec.storage;
+  d->splits = kv_decode_splits(d->ctx, d->page, d->batch * d->kv_heads, sms,
+                               kv_decode_blocks_per_sm((int)d->headdim, d->kv_type), &d->split_pages);
   d->scale = scale > 0 ? scale : 1.0 / sqrt((double)d->headdim);
   d->scale_f = (float)d->scale;
   d->scale_log2 = (float)(d->scale * DECODE_LOG2E);
@@ -93,7 +107,7 @@ static const char *decode_invalid(const kv_case *c, const char *backend) {
   (void)backend;
   const char *why = kv_precision_invalid_reason(c->prec);
   if (!why)
-    why = kv_decode_unsupported(kv_case_int(c, "headdim"), c->prec, kv_case_int(c, "page_size"),
+    why = kv_decode_unsupported(kv_case_int(c, "headdim"), c->prec, kv_type_of(c), kv_case_int(c, "page_size"),
                                 kv_case_int(c, "q_heads"), kv_case_int(c, "kv_heads"), kv_case_int(c, "q_len"));
   if (!why) {
     const long long page = kv_case_int(c, "page_size");
@@ -106,13 +120,13 @@ static const char *decode_invalid(const kv_case *c, const char *backend) {
 static void decode_cost(const kv_case *c, kv_cost *o) {
   kv_decode_dims d;
   kv_decode_dims_of(c, 0, &d);
-  const double s = (double)kv_dtype_size(c->prec.storage), hd = (double)d.headdim;
+  const double s = (double)kv_dtype_size(d.kv_type), sio = (double)kv_dtype_size(d.io_type), hd = (double)d.headdim;
   const double rows = (double)d.batch * (double)d.q_len * (double)d.q_heads;
   const double kv_used = (double)d.batch * (double)d.ctx * (double)d.kv_heads * hd;
   const double kv_alloc = (double)d.num_pages * (double)d.page * (double)d.kv_heads * hd;
   const double table = 4.0 * (double)d.num_pages;
   o->flops = 4.0 * rows * (double)d.ctx * hd;
-  o->bytes = (2.0 * rows * hd + 2.0 * kv_used) * s + 4.0 * rows + table;
+  o->bytes = 2.0 * rows * hd * sio + 2.0 * kv_used * s + 4.0 * rows + table;
   o->red_len = red_len_of(&d);
   o->ref_flops = rows * (double)d.ctx * (8.0 * hd + 20.0);
   /* GPU reference (decode_gpu_ref.cu): scores and weights of a chunk of nr rows,
@@ -124,8 +138,9 @@ static void decode_cost(const kv_case *c, kv_cost *o) {
   double splits = floor((double)d.ctx / KV_DECODE_SPLIT_MIN);
   if (splits > KV_DECODE_MAX_SPLITS) splits = KV_DECODE_MAX_SPLITS;
   if (splits < 1.0) splits = 1.0;
-  o->device_bytes = (2.0 * rows * hd + 2.0 * kv_alloc) * s + 4.0 * rows + 2.0 * table + 2.0 * sizeof(double) * rows * (hd + 1.0) +
-                    sizeof(double) * (2.0 * nr * (double)d.ctx + nr + 2.0 * nr * hd * ceil((double)d.ctx / 4096.0)) + 4.0 * splits * rows * (hd + 1.0);
+  o->device_bytes = 2.0 * rows * hd * sio + 2.0 * kv_alloc * s + 4.0 * rows + 2.0 * table + 2.0 * sizeof(double) * rows * (hd + 1.0) +
+                    sizeof(double) * (2.0 * nr * (double)d.ctx + nr + 2.0 * nr * hd * ceil((double)d.ctx / 4096.0)) + 4.0 * splits * rows * (hd + 1.0) +
+                    4.0 * (double)d.batch * (double)d.kv_heads;
   o->rows = (size_t)rows;
   o->row_len = (size_t)d.headdim;
 }
@@ -133,7 +148,6 @@ static void decode_cost(const kv_case *c, kv_cost *o) {
 static void decode_tensors(const kv_case *c, kv_tensors *t) {
   kv_decode_dims d;
   kv_decode_dims_of(c, 0, &d);
-  const kv_dtype st = c->prec.storage;
   const char *dist = kv_case_str(c, "dist");
   const int base = strcmp(dist, "uniform") == 0 ? KV_DIST_UNIFORM : KV_DIST_NORMAL;
   const double qk_scale = strcmp(dist, "large_logits") == 0 ? 4.0 : 1.0;
@@ -142,10 +156,10 @@ static void decode_tensors(const kv_case *c, kv_tensors *t) {
   memset(t, 0, sizeof *t);
   t->n_in = 3;
   t->n_out = 2;
-  kv_spec_in(&t->in[0], "q", st, rows * hd, base, qk_scale, 0.0);
-  kv_spec_in(&t->in[1], "k_cache", st, nkv, base, qk_scale, 0.0);
-  kv_spec_in(&t->in[2], "v_cache", st, nkv, base, 1.0, 0.0);
-  kv_spec_out(&t->out[0], "out", st, rows * hd);
+  kv_spec_in(&t->in[0], "q", d.io_type, rows * hd, base, qk_scale, 0.0);
+  kv_spec_in(&t->in[1], "k_cache", d.kv_type, nkv, base, qk_scale, 0.0);
+  kv_spec_in(&t->in[2], "v_cache", d.kv_type, nkv, base, 1.0, 0.0);
+  kv_spec_out(&t->out[0], "out", d.io_type, rows * hd);
   kv_spec_out(&t->out[1], "lse", KV_FP32, rows);
 }
 
@@ -155,17 +169,17 @@ static int decode_unbiased(const kv_case *c) { return c->prec.accum == KV_FP32; 
 static const char *const decode_what[] = {"single", "split", "ctx-tail", "slab-tail", "warps-idle", "rows-partial",
                                           "rows-full", "table=contiguous", "table=shuffled", NULL};
 
-/* The kernel path: the instantiation (head dim, precision), the page size, one split or
- * several (the combine kernel), a partial last page, a partial last slab, a split with fewer
- * slabs than warps (a warp's state empty at the merge: the last split is the shortest), fewer
- * rows than the mma's 16 or all 16, the table, the input distribution. The split count
- * assumes the deck's sms (or 132). */
+/* The kernel path: the instantiation (head dim, precision, the KV cache's type), the page size,
+ * one split or several (the splits' combine), a partial last page, a partial last slab, a split
+ * with fewer slabs than warps (a warp's state empty at the merge: the last split is the
+ * shortest), fewer rows than the mma's 16 or all 16, the table, the input distribution. The
+ * split count assumes the deck's sms (or 132). */
 static void decode_path(const kv_case *c, char *b, size_t n) {
   kv_decode_dims d;
   kv_decode_dims_of(c, 0, &d);
   const long long last = d.ctx - (long long)(d.splits - 1) * d.split_pages * d.page;
   b[0] = '\0';
-  kv_tag(b, n, "decode:d%lld:%s", d.headdim, kv_case_str(c, "precision"));
+  kv_tag(b, n, "decode:d%lld:%s:kv=%s", d.headdim, kv_case_str(c, "precision"), kv_case_str(c, "kv_type"));
   kv_tag(b, n, "decode:page%lld", d.page);
   kv_tag(b, n, "decode:%s", decode_what[d.splits > 1 ? 1 : 0]);
   if (d.ctx % d.page) kv_tag(b, n, "decode:%s", decode_what[2]);
@@ -176,15 +190,17 @@ static void decode_path(const kv_case *c, char *b, size_t n) {
   kv_tag(b, n, "decode:dist=%s", kv_case_str(c, "dist"));
 }
 
-/* Every instantiation kv_decode_unsupported allows, the page sizes, then the branches. */
+/* Every instantiation kv_decode_unsupported allows (head dim x precision x KV cache type), the
+ * page sizes, then the branches. */
 static int decode_path_tag(int i, char *b, size_t n) {
   static const int dims[] = {64, 128}, pages[] = {16, 32, 64, 128};
   for (int k = 0; k < 2; k++)
     for (int p = 0; kv_precision_pairs[p]; p++) {
       kv_precision prec;
-      if (kv_precision_parse(kv_precision_pairs[p], &prec) != 0 || kv_decode_unsupported(dims[k], prec, 16, 1, 1, 1))
+      if (kv_precision_parse(kv_precision_pairs[p], &prec) != 0 || kv_decode_unsupported(dims[k], prec, prec.storage, 16, 1, 1, 1))
         continue;
-      if (kv_tag_at(&i, b, n, "decode:d%d:%s", dims[k], kv_precision_pairs[p])) return 1;
+      for (int kv = 0; decode_kv_types[kv]; kv++)
+        if (kv_tag_at(&i, b, n, "decode:d%d:%s:kv=%s", dims[k], kv_precision_pairs[p], decode_kv_types[kv])) return 1;
     }
   for (int p = 0; p < 4; p++)
     if (kv_tag_at(&i, b, n, "decode:page%d", pages[p])) return 1;

@@ -34,19 +34,20 @@ struct kv_decode_problem {
   kv_decode_args a;
   int headdim;
   kv_precision prec;
+  kv_dtype kv; /* the KV cache's type: prec.storage, KV_E4M3 or KV_E5M2 */
   cudaError_t (*launch)(const kv_decode_problem &pr, cudaStream_t stream);
   cudaError_t (*info)(kv_kernel_resources *r);
 };
 
-/* The instantiations' prepare steps (explicitly instantiated in inst/decode_<storage>.cu):
+/* The instantiations' prepare steps (explicitly instantiated in inst/decode_<storage>[_<kv>].cu):
  * raise the split kernel's dynamic shared-memory limit, set pr->launch and pr->info. */
-template <int D, kv_dtype STORE>
+template <int D, kv_dtype STORE, kv_dtype KV>
 cudaError_t kv_decode_prepare_inst(kv_decode_problem *pr);
 
 /* Problem level (decode_dispatch.cu): kv_decode_unsupported() and the argument checks (KV_ERR
  * with *why a static reason), then the instantiation; one checked launch; resources of the
  * split kernel. */
-kv_status kv_decode_prepare(const kv_decode_args &a, int headdim, kv_precision prec, kv_decode_problem *pr,
+kv_status kv_decode_prepare(const kv_decode_args &a, int headdim, kv_precision prec, kv_dtype kv, kv_decode_problem *pr,
                             const char **why);
 kv_status kv_decode_launch(const kv_decode_problem &pr, cudaStream_t stream);
 kv_status kv_decode_resources(const kv_decode_problem &pr, kv_kernel_resources *r);
@@ -56,7 +57,7 @@ kv_status kv_decode_resources(const kv_decode_problem &pr, kv_kernel_resources *
 struct kv_decode_ref_args {
   const void *q, *k, *v;
   const int32_t *table;
-  kv_dtype store, accum;
+  kv_dtype store, io, accum; /* the KV cache's type; q's (kv_precision_output) */
   long long batch, q_len, q_heads, kv_heads, page, pages_per_seq, ctx, headdim;
   double scale, rho; /* softmax scale; rho of the magnitude term (kv_decode_mag_rho) */
   double *ref, *mag, *lse, *lse_mag;

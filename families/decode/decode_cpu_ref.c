@@ -20,7 +20,7 @@
 
 typedef struct {
   kv_decode_dims d;
-  kv_dtype st;
+  kv_dtype st, io; /* the KV cache's type; q's */
   double u_acc, rho;
   int32_t *table;
   double *q, *kr, *s, *slo, *a;
@@ -29,7 +29,8 @@ typedef struct {
 
 static kv_status ref_alloc(ref_work *w, const kv_case *c) {
   kv_decode_dims_of(c, 0, &w->d);
-  w->st = c->prec.storage;
+  w->st = w->d.kv_type;
+  w->io = w->d.io_type;
   w->u_acc = kv_dtype_unit_roundoff(c->prec.accum);
   w->rho = kv_decode_mag_rho(c);
   const size_t hd = (size_t)w->d.headdim, n = (size_t)w->d.ctx;
@@ -70,7 +71,7 @@ static double ref_row(ref_work *w, const void *const *in, size_t r, int dd, doub
   const size_t hd = (size_t)d->headdim;
   const long long hq = (long long)(r % (size_t)d->q_heads), b = (long long)(r / ((size_t)d->q_heads * (size_t)d->q_len));
   const long long h = hq / d->group, n = d->ctx;
-  kv_to_double(in[0], w->st, r * hd, hd, w->q);
+  kv_to_double(in[0], w->io, r * hd, hd, w->q);
   double m = -INFINITY;
   for (long long t = 0; t < n; t++) {
     kv_dd dot = kv_dd_zero;

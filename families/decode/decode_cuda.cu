@@ -85,7 +85,7 @@ static kv_status decode_prepare(const kv_case *c, void *const *d_in, void *const
   a.split_pages = static_cast<int>(d.split_pages);
   a.scale = d.scale_f;
   a.scale_log2 = d.scale_log2;
-  if (kv_decode_prepare(a, static_cast<int>(d.headdim), c->prec, &f->kernel, why) != KV_OK) {
+  if (kv_decode_prepare(a, static_cast<int>(d.headdim), c->prec, d.kv_type, &f->kernel, why) != KV_OK) {
     decode_release(f);
     return KV_ERR;
   }
@@ -94,7 +94,8 @@ static kv_status decode_prepare(const kv_case *c, void *const *d_in, void *const
   r.k = d_in[1];
   r.v = d_in[2];
   r.table = f->d_table;
-  r.store = c->prec.storage;
+  r.store = d.kv_type;
+  r.io = d.io_type;
   r.accum = c->prec.accum;
   r.batch = d.batch;
   r.q_len = d.q_len;

@@ -1,14 +1,21 @@
 /* decode_dispatch.cu - the paged-KV decode kernel of a problem, chosen once: the family's
  * support rule (decode_limits.h) and the argument checks, then the instantiation (head dim x
- * storage, inst/decode_<st>.cu), whose prepare step raises the shared-memory
- * limit; then the launch and the resource query of the prepared problem. */
+ * storage x KV cache type, inst/decode_<st>[_<kv>].cu), whose prepare step raises the
+ * shared-memory limit; then the launch and the resource query of the prepared problem. */
 #include "families/decode/decode_api.h"
 
 namespace {
 
+template <int D, kv_dtype S>
+cudaError_t by_cache(kv_decode_problem *pr) {
+  if (pr->kv == KV_E4M3) return kv_decode_prepare_inst<D, S, KV_E4M3>(pr);
+  if (pr->kv == KV_E5M2) return kv_decode_prepare_inst<D, S, KV_E5M2>(pr);
+  return kv_decode_prepare_inst<D, S, S>(pr);
+}
+
 template <int D>
 cudaError_t by_store(kv_decode_problem *pr) {
-  return pr->prec.storage == KV_FP16 ? kv_decode_prepare_inst<D, KV_FP16>(pr) : kv_decode_prepare_inst<D, KV_BF16>(pr);
+  return pr->prec.storage == KV_FP16 ? by_cache<D, KV_FP16>(pr) : by_cache<D, KV_BF16>(pr);
 }
 
 /* Why the arguments cannot be launched, or NULL. */
@@ -28,15 +35,16 @@ const char *bad_args(const kv_decode_args &a) {
 
 }  // namespace
 
-kv_status kv_decode_prepare(const kv_decode_args &a, int headdim, kv_precision prec, kv_decode_problem *pr,
+kv_status kv_decode_prepare(const kv_decode_args &a, int headdim, kv_precision prec, kv_dtype kv, kv_decode_problem *pr,
                             const char **why) {
-  *why = kv_decode_unsupported(headdim, prec, a.page, a.q_heads, a.kv_heads, a.q_len);
+  *why = kv_decode_unsupported(headdim, prec, kv, a.page, a.q_heads, a.kv_heads, a.q_len);
   if (!*why) *why = bad_args(a);
   if (*why) return KV_ERR;
   *pr = kv_decode_problem();
   pr->a = a;
   pr->headdim = headdim;
   pr->prec = prec;
+  pr->kv = kv;
   return CHECK_CUDA(headdim == 64 ? by_store<64>(pr) : by_store<128>(pr));
 }
 

@@ -1,7 +1,7 @@
 /* decode_emulate.c - the cpu backend's paged-KV decode attention: the split-KV algorithm of the
- * CUDA kernels (decode_kernels.cuh) with their precision model (docs/NUMERICS.md: fp16/bf16
- * storage widened exactly, fp32 accumulation, P rounded to the storage type before P V as in
- * fa2), visiting the same splits, slabs and warps (decode_limits.h). Per (batch, kv head,
+ * CUDA kernels (decode_kernels.cuh) with their precision model (docs/NUMERICS.md: the KV cache's
+ * fp16, bf16, e4m3 or e5m2 and q's fp16 or bf16 widened exactly, fp32 accumulation, P rounded
+ * to the type of q and out (bf16 for an 8-bit cache) before P V as in fa2), visiting the same splits, slabs and warps (decode_limits.h). Per (batch, kv head,
  * split of whole pages), the rows of the GQA group; the split's slabs of KV_DECODE_SLAB tokens,
  * slab i to warp i % KV_DECODE_WARPS, each warp with its own m, l and o, its slabs in order:
  *  1. S_j = q . k_j: fp32 fused multiply-adds over the head dimension in order (the model of
@@ -11,10 +11,10 @@
  *     the slab sum as the kernel's quad: lane t adds (p_2t + p_2t+1) + (p_8+2t + p_9+2t), then
  *     the lanes (l0 + l1) + (l2 + l3); l = fma(l, alpha, slab sum).
  *  3. o = o * alpha, then o += P_j v_j by fused multiply-adds over the slab's tokens in order,
- *     P_j = p_j rounded to the storage type.
+ *     P_j = p_j rounded to the type of q and out.
  * Split end: the warps merged in warp order: M = max m_w, f_w = exp2((m_w - M) * scale_log2),
  * l = fma(f_w, l_w, l), o = fma(f_w, o_w, o) (a warp without slabs has m = -inf: f = 0).
- * One split: out = o * (1 / l) rounded to storage, lse = M * scale_f + log(l) in fp32.
+ * One split: out = o * (1 / l) rounded to out's type, lse = M * scale_f + log(l) in fp32.
  * Several: the splits' o * (1 / l) and LSEs in fp32, then per row, in split order,
  * M = max lse_s, w_s = exp(lse_s - M), W = sum w_s, acc = fma(w_s, o_s, acc);
  * out = acc * (1 / W), lse = M + log(W). exp and log are evaluated in double and rounded to
@@ -34,7 +34,7 @@
 
 typedef struct {
   kv_decode_dims d;
-  kv_dtype st;
+  kv_dtype st, io; /* the KV cache's type; q's, out's and P's */
   int32_t *table;
   float *q;    /* [rows][D] of the group */
   float *kv;   /* one token row */
@@ -49,7 +49,8 @@ static float f_exp2(float x) { return (float)exp2((double)x); }
 static kv_status work_alloc(emu_work *w, const kv_case *c) {
   memset(w, 0, sizeof *w);
   kv_decode_dims_of(c, 0, &w->d);
-  w->st = c->prec.storage;
+  w->st = w->d.kv_type;
+  w->io = w->d.io_type;
   const size_t hd = (size_t)w->d.headdim, r = (size_t)w->d.rows;
   const size_t total = (size_t)w->d.batch * (size_t)w->d.q_len * (size_t)w->d.q_heads;
   w->table = KV_MALLOC((size_t)w->d.num_pages * sizeof(int32_t));
@@ -121,7 +122,7 @@ static void attend_slab(emu_work *w, const void *const *in, int wp, long long b,
   for (size_t rr = 0; rr < r; rr++) {
     const float alpha = softmax_slab(w, wp, (long long)rr, n);
     for (size_t k = 0; k < hd; k++) o[rr * hd + k] *= alpha;
-    for (long long j = 0; j < n; j++) w->s[rr * SLAB + j] = kv_round_f32(w->s[rr * SLAB + j], w->st);
+    for (long long j = 0; j < n; j++) w->s[rr * SLAB + j] = kv_round_f32(w->s[rr * SLAB + j], w->io);
   }
   for (long long j = 0; j < n; j++) {
     load_token(w, in[2], b, h, ts + j);
@@ -178,7 +179,7 @@ static void combine(emu_work *w, void *out, float *lse, size_t total) {
       for (size_t k = 0; k < hd; k++) w->kv[k] = fmaf(wt, p[k], w->kv[k]);
     }
     const float inv = 1.0f / sw;
-    for (size_t k = 0; k < hd; k++) kv_store(out, row * hd + k, w->st, w->kv[k] * inv);
+    for (size_t k = 0; k < hd; k++) kv_store(out, row * hd + k, w->io, w->kv[k] * inv);
     lse[row] = mx + (float)log((double)sw);
   }
 }
@@ -192,7 +193,7 @@ kv_status kv_decode_emulate(const kv_case *c, void *const *in, void *const *out)
   float *lse = (float *)out[1];
   for (long long b = 0; b < d->batch; b++)
     for (long long h = 0; h < d->kv_heads; h++) {
-      for (long long rr = 0; rr < d->rows; rr++) kv_to_float(in[0], w.st, row_of(d, b, h, rr) * hd, hd, w.q + rr * hd);
+      for (long long rr = 0; rr < d->rows; rr++) kv_to_float(in[0], w.io, row_of(d, b, h, rr) * hd, hd, w.q + rr * hd);
       for (int s = 0; s < d->splits; s++) {
         const long long t0 = s * span, t1 = t0 + span < d->ctx ? t0 + span : d->ctx;
         attend_split(&w, (const void *const *)in, b, h, t0, t1);
@@ -205,7 +206,7 @@ kv_status kv_decode_emulate(const kv_case *c, void *const *in, void *const *out)
             if (p)
               p[k] = v;
             else
-              kv_store(out[0], row * hd + k, w.st, v);
+              kv_store(out[0], row * hd + k, w.io, v);
           }
           if (p)
             p[hd] = ls;

@@ -4,10 +4,11 @@
  *   scores:  S[t][i] = scale q_i . k_t, A[t][i] = scale sum |q_i k_t|   (thread per (t, i))
  *   softmax: per row m = max S, p_t = exp(S - m), l = sum p, lse = m + log(l), the LSE's
  *            magnitude term (kv_fa2_lse_mag); S <- p, A <- p (1 + A + rho)   (block per row;
- *            rho = kv_decode_mag_rho: P rounded to storage in the kernel)
+ *            rho = kv_decode_mag_rho: P rounded to the io type in the kernel)
  *   output:  per (row, d, run of kTokRun tokens) sums of p_t v_td and A_t |v_td|, then the
  *            runs added in order and divided by l                     (thread per (row, d))
- * Inputs are widened exactly from fp16/bf16 to fp64; every sum has a fixed order. */
+ * Inputs are widened exactly from their types (q: io; K, V: store) to fp64; every sum has a
+ * fixed order. */
 #include <cub/block/block_reduce.cuh>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -40,7 +41,7 @@ __global__ void scores(const kv_decode_ref_args a, long long r0, long long nr, d
     const long long ii = x % nr, t = x / nr, r = r0 + ii, ko = token_offset(a, r, t);
     double dot = 0.0, abs_dot = 0.0;
     for (long long k = 0; k < D; ++k) {
-      const double p = widen(a.q, r * D + k, a.store) * widen(a.k, ko + k, a.store);
+      const double p = widen(a.q, r * D + k, a.io) * widen(a.k, ko + k, a.store);
       dot += p;
       abs_dot += fabs(p);
     }

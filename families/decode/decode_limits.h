@@ -10,7 +10,10 @@
  * KV_DECODE_STAGES shared-memory stages and keeps its own softmax state; the warps' states
  * are merged in warp order at the split's end. A split is a run of whole pages (so a slab never
  * spans two pages). With more than one split the last block of a (batch, kv head) to finish
- * combines the splits' partial outputs through their LSEs, in split order. */
+ * combines the splits' partial outputs through their LSEs, in split order.
+ *
+ * Types: q, out and the tensor-core operands in the storage type (fp16 or bf16); the KV cache
+ * in the same type or 8-bit (e4m3, e5m2: the deck's kv_type, widened exactly in the kernel). */
 #ifndef KVAL_DECODE_LIMITS_H
 #define KVAL_DECODE_LIMITS_H
 
@@ -27,10 +30,12 @@
 #define KV_DECODE_NOMINAL_SMS 132 /* SM count assumed where no GPU is asked (cpu backend, --dry-run): an H200 */
 
 /* NULL when the kernel runs this case, else why not (the precision itself is assumed valid:
- * kv_precision_invalid_reason). */
-static inline const char *kv_decode_unsupported(long long headdim, kv_precision p, long long page_size,
+ * kv_precision_invalid_reason); kv is the KV cache's type. */
+static inline const char *kv_decode_unsupported(long long headdim, kv_precision p, kv_dtype kv, long long page_size,
                                                 long long q_heads, long long kv_heads, long long q_len) {
   if (p.storage != KV_FP16 && p.storage != KV_BF16) return "decode: storage must be fp16 or bf16";
+  if (kv != p.storage && kv != KV_E4M3 && kv != KV_E5M2)
+    return "decode: kv_type must be the storage type, e4m3 or e5m2";
   if (p.accum != KV_FP32) return "decode: fp32 accumulation only";
   if (headdim != 64 && headdim != 128) return "decode: headdim must be 64 or 128";
   if (page_size != 16 && page_size != 32 && page_size != 64 && page_size != 128)
@@ -41,15 +46,32 @@ static inline const char *kv_decode_unsupported(long long headdim, kv_precision 
   return NULL;
 }
 
-/* Dynamic shared memory of the split kernel for head dim d (bytes): per warp and stage one slab
- * of K and one of V, rows padded by one 16-byte vector (the ldmatrix rows of a slab fall in
- * different banks). decode_kernels.cuh allocates exactly this; the warps' final states reuse it. */
-#define KV_DECODE_SMEM_BYTES(d) (KV_DECODE_WARPS * KV_DECODE_STAGES * 2 * KV_DECODE_SLAB * ((d) + 8) * 2)
+/* Bytes of one slab row of the KV cache in shared memory for head dim d and elem_bytes (2 or
+ * 1) bytes per element: the row padded by one 16-byte vector (the ldmatrix rows of a slab fall
+ * in different banks). */
+#define KV_DECODE_ROW_BYTES(d, elem_bytes) ((d) * (elem_bytes) + 16)
 
-/* Split kernel blocks resident per SM, as the split rule assumes it: shared memory bound, at
- * most 8 (head dim 128: 2, 64: 4). */
-static inline int kv_decode_blocks_per_sm(int headdim) {
-  const int b = KV_DECODE_SM_SMEM / (KV_DECODE_SMEM_BYTES(headdim) + 1024);
+/* Dynamic shared memory of the split kernel (bytes): per warp and stage one slab of K and one
+ * of V. decode_kernels.cuh allocates exactly this; the warps' final states (per warp m[16],
+ * l[16] and O[16][d] in fp32) reuse it. */
+#define KV_DECODE_SMEM_BYTES(d, elem_bytes) \
+  (KV_DECODE_WARPS * KV_DECODE_STAGES * 2 * KV_DECODE_SLAB * KV_DECODE_ROW_BYTES(d, elem_bytes))
+#define KV_DECODE_STATE_BYTES(d) (KV_DECODE_WARPS * (32 + 16 * (d)) * 4)
+
+/* The fewest split-kernel blocks an SM holds by registers: __launch_bounds__'s minimum, so the
+ * compiler keeps each thread within 65536 / (this x KV_DECODE_THREADS) registers (head dim
+ * 128: 3, 170 registers; 64: 5, 102). */
+#define KV_DECODE_REG_BLOCKS(d) ((d) == 128 ? 3 : 5)
+
+/* Split kernel blocks resident per SM, as the split rule assumes it: the smaller of the shared
+ * memory bound (the larger of the stages and the warps' states) and the register bound, at
+ * most 8, for a KV cache of type kv (fp16/bf16: 2 at head dim 128, 4 at 64; 8-bit: 3 and 5). */
+static inline int kv_decode_blocks_per_sm(int headdim, kv_dtype kv) {
+  const int eb = kv == KV_E4M3 || kv == KV_E5M2 ? 1 : 2;
+  const int smem = KV_DECODE_SMEM_BYTES(headdim, eb) > KV_DECODE_STATE_BYTES(headdim) ? KV_DECODE_SMEM_BYTES(headdim, eb)
+                                                                                     : KV_DECODE_STATE_BYTES(headdim);
+  int b = KV_DECODE_SM_SMEM / (smem + 1024);
+  if (b > KV_DECODE_REG_BLOCKS(headdim)) b = KV_DECODE_REG_BLOCKS(headdim);
   return b < 1 ? 1 : (b > 8 ? 8 : b);
 }
 

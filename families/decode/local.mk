@@ -8,6 +8,8 @@ if HAVE_CUDA
 src_libkval_a_SOURCES += \
 	families/decode/decode_api.h families/decode/decode_kernels.cuh \
 	families/decode/inst/decode_fp16.cu families/decode/inst/decode_bf16.cu \
+	families/decode/inst/decode_fp16_e4m3.cu families/decode/inst/decode_fp16_e5m2.cu \
+	families/decode/inst/decode_bf16_e4m3.cu families/decode/inst/decode_bf16_e5m2.cu \
 	families/decode/decode_dispatch.cu families/decode/decode_cuda.cu families/decode/decode_gpu_ref.cu
 noinst_PROGRAMS += families/decode/bench/decode_bench
 families_decode_bench_decode_bench_SOURCES = families/decode/bench/decode_bench.cu $(KV_BENCH_KIT)

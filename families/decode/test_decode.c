@@ -18,6 +18,7 @@
 
 static const axis_want decode_axes[] = {
     {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0},
+    {"kv_type", KV_AXIS_STR, "storage", "storage e4m3 e5m2", 0, 0},
     {"headdim", KV_AXIS_INT, "128", NULL, 64, 128},
     {"page_size", KV_AXIS_INT, "16", NULL, 16, 128},
     {"ctx_len", KV_AXIS_INT, "4096", NULL, 1, 1048576},
@@ -36,6 +37,10 @@ static void test_invalid(void) {
          "GQA 4 with 4 query tokens (16 rows) is valid");
   EXPECT_CONTAINS(invalid_of(f, "precision=fp16:fp16", "cuda"), "fp32 accumulation");
   EXPECT_CONTAINS(invalid_of(f, "precision=fp32:fp32", "cuda"), "fp16 or bf16");
+  EXPECT_CONTAINS(invalid_of(f, "precision=e4m3:fp32", "cuda"), "fp16 or bf16");
+  EXPECT(invalid_of(f, "precision=bf16:fp32 kv_type=e4m3 headdim=64", "cuda") == NULL &&
+             invalid_of(f, "precision=fp16:fp32 kv_type=e5m2", "cuda") == NULL,
+         "an 8-bit KV cache is valid");
   EXPECT_CONTAINS(invalid_of(f, "headdim=96", "cuda"), "64 or 128");
   EXPECT_CONTAINS(invalid_of(f, "page_size=48", "cuda"), "page_size");
   EXPECT_CONTAINS(invalid_of(f, "q_heads=6 kv_heads=4", "cuda"), "multiple of kv_heads");
@@ -50,6 +55,10 @@ static void test_cost(void) {
   EXPECT(c.bytes == (2.0 * rows * 128 + 2.0 * 2 * 1000 * 2 * 128) * 2 + 4.0 * rows + 4.0 * pages, "bytes %g", c.bytes);
   EXPECT(c.rows == 16 && c.row_len == 128 && c.red_len == 1000, "rows %zu x %zu, red_len %g", c.rows, c.row_len, c.red_len);
   EXPECT(c.device_bytes > c.bytes, "device bytes %g cover the traffic", c.device_bytes);
+  kv_cost c8 = cost_of(&kv_family_decode, "precision=bf16:fp32 kv_type=e4m3 headdim=128 page_size=16 ctx_len=1000 "
+                                          "batch=2 q_heads=8 kv_heads=2 q_len=1");
+  EXPECT(c8.bytes == 2.0 * rows * 128 * 2 + 2.0 * 2 * 1000 * 2 * 128 + 4.0 * rows + 4.0 * pages,
+         "8-bit KV: q and out 2 bytes, the cache 1 (%g)", c8.bytes);
 }
 
 static void test_tensors(void) {
@@ -64,6 +73,15 @@ static void test_tensors(void) {
   EXPECT(spec_is(&t.in[1], "k_cache", KV_FP16, nkv, KV_DIST_NORMAL, 4.0, 0.0), "k_cache spec");
   EXPECT(spec_is(&t.in[2], "v_cache", KV_FP16, nkv, KV_DIST_NORMAL, 1.0, 0.0), "v_cache spec");
   EXPECT(strcmp(t.out[1].name, "lse") == 0 && t.out[1].dtype == KV_FP32 && t.out[1].count == 24, "lse spec");
+  fcase f8;
+  fcase_init(&f8, &kv_family_decode, "precision=bf16:fp32 kv_type=e5m2 headdim=64 page_size=32 ctx_len=70 batch=3 "
+                                     "q_heads=4 kv_heads=2 q_len=2");
+  kv_family_decode.tensors(&f8.c, &t);
+  EXPECT(spec_is(&t.in[0], "q", KV_BF16, 3 * 2 * 4 * 64, KV_DIST_NORMAL, 1.0, 0.0), "8-bit KV: q bf16");
+  EXPECT(spec_is(&t.in[1], "k_cache", KV_E5M2, nkv, KV_DIST_NORMAL, 1.0, 0.0) &&
+             spec_is(&t.in[2], "v_cache", KV_E5M2, nkv, KV_DIST_NORMAL, 1.0, 0.0),
+         "8-bit KV: the caches e5m2");
+  EXPECT(t.out[0].dtype == KV_BF16 && t.out[1].dtype == KV_FP32, "8-bit KV: out bf16, lse fp32");
 }
 
 static void test_block_table(void) {
@@ -143,6 +161,10 @@ static void test_emulation_vs_reference(void) {
       "precision=bf16:fp32 headdim=64 page_size=64 ctx_len=5000 batch=2 q_heads=16 kv_heads=2 q_len=2 sms=40",
       "precision=fp16:fp32 headdim=128 page_size=16 ctx_len=2100 batch=1 q_heads=8 kv_heads=1 dist=large_logits",
       "precision=bf16:fp32 headdim=64 page_size=32 ctx_len=1500 batch=2 q_heads=4 kv_heads=4 dist=uniform table_seed=0",
+      "precision=bf16:fp32 kv_type=e4m3 headdim=64 page_size=16 ctx_len=1100 batch=1 q_heads=8 kv_heads=2 q_len=2",
+      "precision=fp16:fp32 kv_type=e5m2 headdim=128 page_size=32 ctx_len=700 batch=2 q_heads=4 kv_heads=1 q_len=4",
+      "precision=fp16:fp32 kv_type=e4m3 headdim=128 page_size=16 ctx_len=2100 batch=1 q_heads=8 kv_heads=8 dist=large_logits",
+      "precision=bf16:fp32 kv_type=e5m2 headdim=64 page_size=64 ctx_len=5000 batch=2 q_heads=16 kv_heads=2 q_len=2 sms=40",
   };
   for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
     fcase f;
@@ -201,7 +223,10 @@ static void test_splits(void) {
   EXPECT(da.splits == 1 && db.splits == 7, "splits %d and %d", da.splits, db.splits);
   EXPECT((db.splits - 1) * db.split_pages < db.pages_per_seq && db.splits * db.split_pages >= db.pages_per_seq,
          "the splits cover the pages");
-  EXPECT(db.splits * 8 <= 200 * kv_decode_blocks_per_sm(128), "the splits fit one wave of resident blocks");
+  EXPECT(db.splits * 8 <= 200 * kv_decode_blocks_per_sm(128, KV_BF16), "the splits fit one wave of resident blocks");
+  EXPECT(kv_decode_blocks_per_sm(128, KV_BF16) == 2 && kv_decode_blocks_per_sm(64, KV_FP16) == 4 &&
+             kv_decode_blocks_per_sm(128, KV_E4M3) == 3 && kv_decode_blocks_per_sm(64, KV_E5M2) == 5,
+         "blocks per SM: shared memory (16-bit KV) or registers (8-bit KV) bound");
   b.c.key = a.c.key;
   fcase_generate(&a, 9);
   copy_inputs(&b, &a);
