@@ -3,8 +3,8 @@
  * descriptor, the CPU reference, the emulation and the CUDA adapter), the block table of a
  * case, and the CPU kernels (emulation, fp64 reference and its double-double twin).
  *
- * Types: k_cache and v_cache in the storage type; q and out in kv_precision_output's (the
- * storage type, or bf16 for an 8-bit cache); lse fp32.
+ * Types: q and out in the storage type (fp16 or bf16); k_cache and v_cache in it or, by the
+ * kv_type axis, in e4m3 or e5m2; lse fp32.
  * Layouts: q and out [batch, q_len, q_heads, headdim]; lse [batch, q_len, q_heads] (fp32,
  * natural log); k_cache and v_cache [num_pages, kv_heads, page_size, headdim] with
  * num_pages = batch x pages_per_seq; token t of sequence b lives in page
@@ -34,8 +34,8 @@ typedef struct {
   double scale;            /* softmax scale (param, or 1/sqrt(headdim)) */
   float scale_f, scale_log2;
   uint64_t table_key;      /* 0: contiguous table, else the shuffle's key */
-  kv_dtype kv_type;        /* k_cache and v_cache: the storage type */
-  kv_dtype io_type;        /* q, out and P before P V: kv_precision_output (bf16 for 8-bit KV) */
+  kv_dtype kv_type;        /* k_cache and v_cache: the storage type, KV_E4M3 or KV_E5M2 */
+  kv_dtype io_type;        /* q, out and P before P V: the storage type */
 } kv_decode_dims;
 /* sms: the GPU's SM count for the split rule (0: none known); the deck's `sms` param overrides
  * it, and where both are 0 the rule takes KV_DECODE_NOMINAL_SMS. */

@@ -57,7 +57,7 @@ kv_status kv_decode_resources(const kv_decode_problem &pr, kv_kernel_resources *
 struct kv_decode_ref_args {
   const void *q, *k, *v;
   const int32_t *table;
-  kv_dtype store, io, accum; /* the KV cache's type; q's (kv_precision_output) */
+  kv_dtype store, io, accum; /* the KV cache's type; q's (the storage type); the accumulator */
   long long batch, q_len, q_heads, kv_heads, page, pages_per_seq, ctx, headdim;
   double scale, rho; /* softmax scale; rho of the magnitude term (kv_decode_mag_rho) */
   double *ref, *mag, *lse, *lse_mag;

@@ -1,9 +1,10 @@
 /* decode_emulate.c - the cpu backend's paged-KV decode attention: the split-KV algorithm of the
- * CUDA kernels (decode_kernels.cuh) with their precision model (docs/NUMERICS.md: the KV cache's
- * fp16, bf16, e4m3 or e5m2 and q's fp16 or bf16 widened exactly, fp32 accumulation, P rounded
- * to the type of q and out (bf16 for an 8-bit cache) before P V as in fa2), visiting the same splits, slabs and warps (decode_limits.h). Per (batch, kv head,
- * split of whole pages), the rows of the GQA group; the split's slabs of KV_DECODE_SLAB tokens,
- * slab i to warp i % KV_DECODE_WARPS, each warp with its own m, l and o, its slabs in order:
+ * CUDA kernels (decode_kernels.cuh) with their precision model (docs/NUMERICS.md: q in the
+ * storage type, fp16 or bf16, and the KV cache in it or in e4m3 / e5m2, widened exactly; fp32
+ * accumulation; P rounded to the storage type before P V as in fa2), visiting the same
+ * splits, slabs and warps (decode_limits.h). Per (batch, kv head, split of whole pages), the
+ * rows of the GQA group; the split's slabs of KV_DECODE_SLAB tokens, slab i to warp
+ * i % KV_DECODE_WARPS, each warp with its own m, l and o, its slabs in order:
  *  1. S_j = q . k_j: fp32 fused multiply-adds over the head dimension in order (the model of
  *     the tensor cores' fp32 accumulation); tokens past the split get no score.
  *  2. m_new = max(m, slab max); alpha = exp2((m - m_new) * scale_log2) (0 on the first slab);
@@ -11,10 +12,10 @@
  *     the slab sum as the kernel's quad: lane t adds (p_2t + p_2t+1) + (p_8+2t + p_9+2t), then
  *     the lanes (l0 + l1) + (l2 + l3); l = fma(l, alpha, slab sum).
  *  3. o = o * alpha, then o += P_j v_j by fused multiply-adds over the slab's tokens in order,
- *     P_j = p_j rounded to the type of q and out.
+ *     P_j = p_j rounded to the storage type.
  * Split end: the warps merged in warp order: M = max m_w, f_w = exp2((m_w - M) * scale_log2),
  * l = fma(f_w, l_w, l), o = fma(f_w, o_w, o) (a warp without slabs has m = -inf: f = 0).
- * One split: out = o * (1 / l) rounded to out's type, lse = M * scale_f + log(l) in fp32.
+ * One split: out = o * (1 / l) rounded to storage, lse = M * scale_f + log(l) in fp32.
  * Several: the splits' o * (1 / l) and LSEs in fp32, then per row, in split order,
  * M = max lse_s, w_s = exp(lse_s - M), W = sum w_s, acc = fma(w_s, o_s, acc);
  * out = acc * (1 / W), lse = M + log(W). exp and log are evaluated in double and rounded to
@@ -34,7 +35,7 @@
 
 typedef struct {
   kv_decode_dims d;
-  kv_dtype st, io; /* the KV cache's type; q's, out's and P's */
+  kv_dtype st, io; /* the KV cache's type; the storage type (q, out and P) */
   int32_t *table;
   float *q;    /* [rows][D] of the group */
   float *kv;   /* one token row */
