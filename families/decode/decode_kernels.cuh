@@ -245,7 +245,8 @@ __global__ void __launch_bounds__(kThreads, KV_DECODE_REG_BLOCKS(D)) split_kerne
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < mine) load_slab<D, KV>(a, b, h, t0 + (warp + s * kWarps) * kSlab, t1, sk + s * L::kSlabBytes, sv + s * L::kSlabBytes, lane);
+    if (s < mine)
+      load_slab<D, KV>(a, b, h, t0 + (warp + s * kWarps) * kSlab, t1, sk + s * L::kSlabBytes, sv + s * L::kSlabBytes, lane);
     kv::ptx::cp_async_commit_group();
   }
   uint32_t qa[D / 16][4];
@@ -262,7 +263,7 @@ __global__ void __launch_bounds__(kThreads, KV_DECODE_REG_BLOCKS(D)) split_kerne
     const int next = it + kStages - 1, stage = it % kStages;
     if (next < mine)
       load_slab<D, KV>(a, b, h, t0 + (warp + next * kWarps) * kSlab, t1, sk + (next % kStages) * L::kSlabBytes,
-                      sv + (next % kStages) * L::kSlabBytes, lane);
+                       sv + (next % kStages) * L::kSlabBytes, lane);
     kv::ptx::cp_async_commit_group();
     const int n = t1 - (t0 + (warp + it * kWarps) * kSlab);
 
