@@ -29,11 +29,14 @@
 static const char *const decode_dists[] = {"normal", "uniform", "large_logits", NULL};
 static const char *const decode_kv_types[] = {"storage", "e4m3", "e5m2", NULL};
 
-/* The KV cache's type of a case: the storage type, or the 8-bit type its kv_type names. */
-static kv_dtype kv_type_of(const kv_case *c) {
-  const char *kv = kv_case_str(c, "kv_type");
-  return strcmp(kv, "e4m3") == 0 ? KV_E4M3 : strcmp(kv, "e5m2") == 0 ? KV_E5M2 : c->prec.storage;
+/* The KV cache's type a kv_type value names under precision p: p's storage type for
+ * "storage", else the type of that name (kv_dtype_parse). */
+static kv_dtype kv_type_named(const char *name, kv_precision p) {
+  kv_dtype t;
+  return strcmp(name, "storage") != 0 && kv_dtype_parse(name, &t) == 0 ? t : p.storage;
 }
+
+static kv_dtype kv_type_of(const kv_case *c) { return kv_type_named(kv_case_str(c, "kv_type"), c->prec); }
 
 static const kv_axis_desc decode_axes[] = {
     {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0, "storage:accumulator type pair (fp32 accumulation)"},
@@ -197,10 +200,11 @@ static int decode_path_tag(int i, char *b, size_t n) {
   for (int k = 0; k < 2; k++)
     for (int p = 0; kv_precision_pairs[p]; p++) {
       kv_precision prec;
-      if (kv_precision_parse(kv_precision_pairs[p], &prec) != 0 || kv_decode_unsupported(dims[k], prec, prec.storage, 16, 1, 1, 1))
-        continue;
+      if (kv_precision_parse(kv_precision_pairs[p], &prec) != 0) continue;
       for (int kv = 0; decode_kv_types[kv]; kv++)
-        if (kv_tag_at(&i, b, n, "decode:d%d:%s:kv=%s", dims[k], kv_precision_pairs[p], decode_kv_types[kv])) return 1;
+        if (!kv_decode_unsupported(dims[k], prec, kv_type_named(decode_kv_types[kv], prec), 16, 1, 1, 1) &&
+            kv_tag_at(&i, b, n, "decode:d%d:%s:kv=%s", dims[k], kv_precision_pairs[p], decode_kv_types[kv]))
+          return 1;
     }
   for (int p = 0; p < 4; p++)
     if (kv_tag_at(&i, b, n, "decode:page%d", pages[p])) return 1;

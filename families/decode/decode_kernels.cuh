@@ -86,7 +86,7 @@ struct layout {
   static constexpr int kBytes = kWarps * kWarpBytes;
   static constexpr int kStateM = 0, kStateL = 16, kStateO = 32; /* offsets of m[16], l[16], O[16][D] */
   static constexpr int kStateFloats = kStateO + 16 * D;          /* one warp's m, l, O */
-  static constexpr int kSmemBytes = kBytes > kWarps * kStateFloats * 4 ? kBytes : kWarps * kStateFloats * 4;
+  static constexpr int kSmemBytes = KV_DECODE_BLOCK_SMEM_BYTES(D, cache_of<KV>::kElemBytes);
   static_assert(kBytes == KV_DECODE_SMEM_BYTES(D, cache_of<KV>::kElemBytes), "the split rule's count (decode_limits.h)");
   static_assert(kWarps * kStateFloats * 4 == KV_DECODE_STATE_BYTES(D), "the split rule's state count");
 };

@@ -57,6 +57,10 @@ static inline const char *kv_decode_unsupported(long long headdim, kv_precision 
 #define KV_DECODE_SMEM_BYTES(d, elem_bytes) \
   (KV_DECODE_WARPS * KV_DECODE_STAGES * 2 * KV_DECODE_SLAB * KV_DECODE_ROW_BYTES(d, elem_bytes))
 #define KV_DECODE_STATE_BYTES(d) (KV_DECODE_WARPS * (32 + 16 * (d)) * 4)
+/* What a block allocates: the stages, or the warps' states where those are larger. */
+#define KV_DECODE_BLOCK_SMEM_BYTES(d, elem_bytes)                                                   \
+  (KV_DECODE_SMEM_BYTES(d, elem_bytes) > KV_DECODE_STATE_BYTES(d) ? KV_DECODE_SMEM_BYTES(d, elem_bytes) \
+                                                                  : KV_DECODE_STATE_BYTES(d))
 
 /* The fewest split-kernel blocks an SM holds by registers: __launch_bounds__'s minimum, so the
  * compiler keeps each thread within 65536 / (this x KV_DECODE_THREADS) registers (head dim
@@ -67,10 +71,7 @@ static inline const char *kv_decode_unsupported(long long headdim, kv_precision 
  * memory bound (the larger of the stages and the warps' states) and the register bound, at
  * most 8, for a KV cache of type kv (fp16/bf16: 2 at head dim 128, 4 at 64; 8-bit: 3 and 5). */
 static inline int kv_decode_blocks_per_sm(int headdim, kv_dtype kv) {
-  const int eb = kv == KV_E4M3 || kv == KV_E5M2 ? 1 : 2;
-  const int smem = KV_DECODE_SMEM_BYTES(headdim, eb) > KV_DECODE_STATE_BYTES(headdim) ? KV_DECODE_SMEM_BYTES(headdim, eb)
-                                                                                     : KV_DECODE_STATE_BYTES(headdim);
-  int b = KV_DECODE_SM_SMEM / (smem + 1024);
+  int b = KV_DECODE_SM_SMEM / (KV_DECODE_BLOCK_SMEM_BYTES(headdim, (int)kv_dtype_size(kv)) + 1024);
   if (b > KV_DECODE_REG_BLOCKS(headdim)) b = KV_DECODE_REG_BLOCKS(headdim);
   return b < 1 ? 1 : (b > 8 ? 8 : b);
 }
