@@ -10,10 +10,16 @@
  * table_seed = 0.
  *
  * Types: q and out in the storage type (fp16 or bf16); the KV cache in the same type or, by the
- * kv_type axis, 8-bit e4m3 or e5m2 (vLLM's fp8 KV cache, without scales), which the kernel
- * widens exactly to the storage type: the arithmetic and its tolerance are the precision's.
- * Inputs by `dist`: normal / uniform: q, k, v from that base distribution, scale 1.
- * large_logits: q and k normal with scale 4 (near one-hot softmax); v normal, scale 1.
+ * kv_type axis, 8-bit e4m3 or e5m2 (vLLM's fp8 KV cache), which the kernel widens exactly to
+ * the storage type: the arithmetic and its tolerance are the precision's. The cache holds
+ * K / k_scale and V / v_scale (vLLM's per-tensor scales, params k_scale and v_scale, taken as
+ * fp32): attention reads K = k_cache k_scale and V = v_cache v_scale. The kernel folds k_scale
+ * into the score scale (scale_f, scale_log2, each rounded once to fp32) and v_scale into the
+ * output's final 1 / l; the references multiply the cache's values.
+ * Inputs by `dist`: normal / uniform: q, K, V from that base distribution, scale 1.
+ * large_logits: q and K normal with scale 4 (near one-hot softmax); V normal, scale 1. The
+ * cache's values are those divided by k_scale (v_scale), rounded once to its type (8-bit:
+ * saturated to the largest finite value, as vLLM's quantization clamps).
  * Reduction length of the tolerance: red_len = max(headdim, ctx_len). */
 #include <math.h>
 #include <string.h>
@@ -57,6 +63,8 @@ static const kv_param_desc decode_params[] = {
     {"scale", 0, 0, 1e6, "softmax scale; 0: 1 / sqrt(headdim)"},
     {"table_seed", 1, 0, 4294967295.0, "seed of the shuffled block table (with the case key); 0: contiguous pages"},
     {"sms", 0, 0, 4096, "SM count of the split rule; 0: the GPU's (132 on the cpu backend and in --dry-run)"},
+    {"k_scale", 1, 1e-6, 1e6, "the K cache's dequantization scale (fp32): K = k_cache x k_scale"},
+    {"v_scale", 1, 1e-6, 1e6, "the V cache's dequantization scale (fp32): V = v_cache x v_scale"},
     {NULL, 0, 0, 0, NULL}};
 
 void kv_decode_dims_of(const kv_case *c, int sms, kv_decode_dims *d) {
@@ -81,8 +89,10 @@ void kv_decode_dims_of(const kv_case *c, int sms, kv_decode_dims *d) {
   d->splits = kv_decode_splits(d->ctx, d->page, d->batch * d->kv_heads, sms,
                                kv_decode_blocks_per_sm((int)d->headdim, d->kv_type), &d->split_pages);
   d->scale = scale > 0 ? scale : 1.0 / sqrt((double)d->headdim);
-  d->scale_f = (float)d->scale;
-  d->scale_log2 = (float)(d->scale * DECODE_LOG2E);
+  d->k_scale = (float)kv_case_param(c, "k_scale");
+  d->v_scale = (float)kv_case_param(c, "v_scale");
+  d->scale_f = (float)(d->scale * d->k_scale);
+  d->scale_log2 = (float)(d->scale * d->k_scale * DECODE_LOG2E);
   d->table_key = seed ? kv_mix64(kv_mix64(seed) ^ c->key) : 0;
 }
 
@@ -160,8 +170,8 @@ static void decode_tensors(const kv_case *c, kv_tensors *t) {
   t->n_in = 3;
   t->n_out = 2;
   kv_spec_in(&t->in[0], "q", d.io_type, rows * hd, base, qk_scale, 0.0);
-  kv_spec_in(&t->in[1], "k_cache", d.kv_type, nkv, base, qk_scale, 0.0);
-  kv_spec_in(&t->in[2], "v_cache", d.kv_type, nkv, base, 1.0, 0.0);
+  kv_spec_in(&t->in[1], "k_cache", d.kv_type, nkv, base, qk_scale / d.k_scale, 0.0);
+  kv_spec_in(&t->in[2], "v_cache", d.kv_type, nkv, base, 1.0 / d.v_scale, 0.0);
   kv_spec_out(&t->out[0], "out", d.io_type, rows * hd);
   kv_spec_out(&t->out[1], "lse", KV_FP32, rows);
 }
@@ -170,12 +180,14 @@ static void decode_tensors(const kv_case *c, kv_tensors *t) {
 static int decode_unbiased(const kv_case *c) { return c->prec.accum == KV_FP32; }
 
 static const char *const decode_what[] = {"single", "split", "ctx-tail", "slab-tail", "warps-idle", "rows-partial",
-                                          "rows-full", "table=contiguous", "table=shuffled", NULL};
+                                          "rows-full", "table=contiguous", "table=shuffled", "kv-scale=none",
+                                          "kv-scale=single", "kv-scale=combine", NULL};
 
 /* The kernel path: the instantiation (head dim, precision, the KV cache's type), the page size,
  * one split or several (the splits' combine), a partial last page, a partial last slab, a split
  * with fewer slabs than warps (a warp's state empty at the merge: the last split is the
- * shortest), fewer rows than the mma's 16 or all 16, the table, the input distribution. The
+ * shortest), fewer rows than the mma's 16 or all 16, the table, the cache's scales (none, or
+ * v_scale in the one split's output or in the combine), the input distribution. The
  * split count assumes the deck's sms (or 132). */
 static void decode_path(const kv_case *c, char *b, size_t n) {
   kv_decode_dims d;
@@ -190,6 +202,7 @@ static void decode_path(const kv_case *c, char *b, size_t n) {
   if ((last + KV_DECODE_SLAB - 1) / KV_DECODE_SLAB < KV_DECODE_WARPS) kv_tag(b, n, "decode:%s", decode_what[4]);
   kv_tag(b, n, "decode:%s", decode_what[d.rows < KV_DECODE_MAX_ROWS ? 5 : 6]);
   kv_tag(b, n, "decode:%s", decode_what[d.table_key ? 8 : 7]);
+  kv_tag(b, n, "decode:%s", decode_what[d.k_scale == 1.0f && d.v_scale == 1.0f ? 9 : d.splits > 1 ? 11 : 10]);
   kv_tag(b, n, "decode:dist=%s", kv_case_str(c, "dist"));
 }
 

@@ -4,7 +4,9 @@
  * case, and the CPU kernels (emulation, fp64 reference and its double-double twin).
  *
  * Types: q and out in the storage type (fp16 or bf16); k_cache and v_cache in it or, by the
- * kv_type axis, in e4m3 or e5m2; lse fp32.
+ * kv_type axis, in e4m3 or e5m2; lse fp32. The cache holds K / k_scale and V / v_scale
+ * (vLLM's per-tensor KV-cache scales, params k_scale and v_scale, 1 by default): attention reads
+ * K = k_cache x k_scale and V = v_cache x v_scale.
  * Layouts: q and out [batch, q_len, q_heads, headdim]; lse [batch, q_len, q_heads] (fp32,
  * natural log); k_cache and v_cache [num_pages, kv_heads, page_size, headdim] with
  * num_pages = batch x pages_per_seq; token t of sequence b lives in page
@@ -32,7 +34,8 @@ typedef struct {
   int splits;              /* kv_decode_splits (decode_limits.h) */
   long long split_pages;   /* pages per split */
   double scale;            /* softmax scale (param, or 1/sqrt(headdim)) */
-  float scale_f, scale_log2;
+  float k_scale, v_scale;  /* the cache's dequantization scales (params, fp32): K = k_cache x k_scale */
+  float scale_f, scale_log2; /* the kernel's score scales, k_scale folded in: scale k_scale (x log2 e) */
   uint64_t table_key;      /* 0: contiguous table, else the shuffle's key */
   kv_dtype kv_type;        /* k_cache and v_cache: the storage type, KV_E4M3 or KV_E5M2 */
   kv_dtype io_type;        /* q, out and P before P V: the storage type */

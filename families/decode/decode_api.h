@@ -27,7 +27,8 @@ struct kv_decode_args {
   float *part_o, *part_lse;
   int *arrivals;
   int batch, q_len, q_heads, kv_heads, group, rows, page, pages_per_seq, ctx, splits, split_pages;
-  float scale, scale_log2;
+  float scale, scale_log2; /* the scores' scale with the K cache's k_scale folded in, and times log2 e */
+  float v_scale;            /* the V cache's scale: out = o v_scale / l */
 };
 
 struct kv_decode_problem {
@@ -60,6 +61,7 @@ struct kv_decode_ref_args {
   kv_dtype store, io, accum; /* the KV cache's type; q's (the storage type); the accumulator */
   long long batch, q_len, q_heads, kv_heads, page, pages_per_seq, ctx, headdim;
   double scale, rho; /* softmax scale; rho of the magnitude term (kv_decode_mag_rho) */
+  double k_scale, v_scale; /* the cache's scales: K = k_cache k_scale, V = v_cache v_scale */
   double *ref, *mag, *lse, *lse_mag;
 };
 /* The reference, synchronised; a failed call is reported (CHECK_CUDA). */

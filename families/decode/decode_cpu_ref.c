@@ -1,7 +1,8 @@
 /* decode_cpu_ref.c - fp64 CPU reference of the decode family on the rounded inputs, row by row
  * (row r = (b * q_len + i) * q_heads + hq), reading every cached token through the block
- * table, and its double-double twin for the tests. With kv head h = hq / group and tokens
- * t < ctx_len of sequence b:
+ * table, and its double-double twin for the tests. With kv head h = hq / group, tokens
+ * t < ctx_len of sequence b, k_t = k_cache_t k_scale and v_t = v_cache_t v_scale (exact in
+ * fp64: an 8-bit or 16-bit value times an fp32 scale):
  *   s_t = scale * sum_k q_k k_tk; m = max s_t; P_t = exp(s_t - m) / l, l = sum_t exp(s_t - m);
  *   o_d = sum_t P_t v_td; lse = m + log(l) (natural log).
  * Magnitude term of element d (the tolerance multiplies it by c2 sqrt(K) u_acc), fa2's:
@@ -78,6 +79,7 @@ static double ref_row(ref_work *w, const void *const *in, size_t r, int dd, doub
     double abs_dot = 0.0;
     kv_to_double(in[1], w->st, token_offset(w, b, h, t), hd, w->kr);
     for (size_t k = 0; k < hd; k++) {
+      w->kr[k] *= d->k_scale;
       if (dd)
         dot = kv_dd_add_prod(dot, w->q[k], w->kr[k]);
       else
@@ -101,6 +103,7 @@ static double ref_row(ref_work *w, const void *const *in, size_t r, int dd, doub
     abar += p * w->a[t];
     kv_to_double(in[2], w->st, token_offset(w, b, h, t), hd, w->kr);
     for (size_t k = 0; k < hd; k++) {
+      w->kr[k] *= d->v_scale;
       w->acc[k] = dd ? kv_dd_add_prod(w->acc[k], p, w->kr[k]) : (kv_dd){w->acc[k].hi + p * w->kr[k], 0.0};
       mag[k] += pm * fabs(w->kr[k]);
     }

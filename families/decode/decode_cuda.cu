@@ -1,6 +1,6 @@
 /* decode_cuda.cu - kv_cuda_decode, the decode family's CUDA side as the cuda backend sees it:
  * a case (axes precision, headdim, page_size, ctx_len, batch, q_heads, kv_heads, q_len; params
- * scale, table_seed, sms; inputs q, k_cache, v_cache; outputs out and the fp32 LSE) becomes,
+ * scale, table_seed, sms, k_scale, v_scale; inputs q, k_cache, v_cache; outputs out and the fp32 LSE) becomes,
  * once, a kv_decode_case: the block table of the case (kv_decode_block_table) uploaded, the
  * split plan for this GPU's SM count with its partial buffers and arrival counts, the kernel
  * problem (decode_dispatch.cu) and the arguments of the fp64 reference (decode_gpu_ref.cu). */
@@ -85,6 +85,7 @@ static kv_status decode_prepare(const kv_case *c, void *const *d_in, void *const
   a.split_pages = static_cast<int>(d.split_pages);
   a.scale = d.scale_f;
   a.scale_log2 = d.scale_log2;
+  a.v_scale = d.v_scale;
   if (kv_decode_prepare(a, static_cast<int>(d.headdim), c->prec, d.kv_type, &f->kernel, why) != KV_OK) {
     decode_release(f);
     return KV_ERR;
@@ -106,6 +107,8 @@ static kv_status decode_prepare(const kv_case *c, void *const *d_in, void *const
   r.ctx = d.ctx;
   r.headdim = d.headdim;
   r.scale = d.scale;
+  r.k_scale = d.k_scale;
+  r.v_scale = d.v_scale;
   r.rho = kv_decode_mag_rho(c);
   *problem = f;
   return KV_OK;

@@ -2,6 +2,8 @@
  * support rule (decode_limits.h) and the argument checks, then the instantiation (head dim x
  * storage x KV cache type, inst/decode_<st>[_<kv>].cu), whose prepare step raises the
  * shared-memory limit; then the launch and the resource query of the prepared problem. */
+#include <cmath>
+
 #include "families/decode/decode_api.h"
 
 namespace {
@@ -30,6 +32,7 @@ const char *bad_args(const kv_decode_args &a) {
     return "decode kernel: several splits need partial buffers and arrival counts";
   if ((double)a.batch * a.q_len * a.q_heads > 2147483647.0) return "decode kernel: rows exceed the int range";
   if (!(a.scale > 0.f) || !(a.scale_log2 > 0.f)) return "decode kernel: the softmax scale must be positive";
+  if (!(a.v_scale > 0.f) || !std::isfinite(a.v_scale)) return "decode kernel: the V cache's scale must be positive and finite";
   return nullptr;
 }
 

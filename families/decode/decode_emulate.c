@@ -6,7 +6,8 @@
  * rows of the GQA group; the split's slabs of KV_DECODE_SLAB tokens, slab i to warp
  * i % KV_DECODE_WARPS, each warp with its own m, l and o, its slabs in order:
  *  1. S_j = q . k_j: fp32 fused multiply-adds over the head dimension in order (the model of
- *     the tensor cores' fp32 accumulation); tokens past the split get no score.
+ *     the tensor cores' fp32 accumulation) of the cache's values; tokens past the split get no
+ *     score. k_scale is in scale_log2 and scale_f (decode.c), v_scale in the output's 1 / l.
  *  2. m_new = max(m, slab max); alpha = exp2((m - m_new) * scale_log2) (0 on the first slab);
  *     p_j = exp2(fma(S_j, scale_log2, -(m_new * scale_log2))) (exp2 in double, rounded);
  *     the slab sum as the kernel's quad: lane t adds (p_2t + p_2t+1) + (p_8+2t + p_9+2t), then
@@ -15,10 +16,10 @@
  *     P_j = p_j rounded to the storage type.
  * Split end: the warps merged in warp order: M = max m_w, f_w = exp2((m_w - M) * scale_log2),
  * l = fma(f_w, l_w, l), o = fma(f_w, o_w, o) (a warp without slabs has m = -inf: f = 0).
- * One split: out = o * (1 / l) rounded to storage, lse = M * scale_f + log(l) in fp32.
+ * One split: out = o * (v_scale / l) rounded to storage, lse = M * scale_f + log(l) in fp32.
  * Several: the splits' o * (1 / l) and LSEs in fp32, then per row, in split order,
  * M = max lse_s, w_s = exp(lse_s - M), W = sum w_s, acc = fma(w_s, o_s, acc);
- * out = acc * (1 / W), lse = M + log(W). exp and log are evaluated in double and rounded to
+ * out = acc * (v_scale / W), lse = M + log(W). exp and log are evaluated in double and rounded to
  * fp32, so the kernel's fast-math versions differ in the last bits, and the tensor cores add
  * in their own order (the emulation is not bit-exact to the GPU). */
 #include <math.h>
@@ -179,7 +180,7 @@ static void combine(emu_work *w, void *out, float *lse, size_t total) {
       sw = sw + wt;
       for (size_t k = 0; k < hd; k++) w->kv[k] = fmaf(wt, p[k], w->kv[k]);
     }
-    const float inv = 1.0f / sw;
+    const float inv = w->d.v_scale / sw;
     for (size_t k = 0; k < hd; k++) kv_store(out, row * hd + k, w->io, w->kv[k] * inv);
     lse[row] = mx + (float)log((double)sw);
   }
@@ -200,7 +201,8 @@ kv_status kv_decode_emulate(const kv_case *c, void *const *in, void *const *out)
         attend_split(&w, (const void *const *)in, b, h, t0, t1);
         for (long long rr = 0; rr < d->rows; rr++) {
           const size_t row = row_of(d, b, h, rr);
-          const float inv = 1.0f / w.l[rr], ls = w.m[rr] * d->scale_f + (float)log((double)w.l[rr]);
+          const float inv = (d->splits > 1 ? 1.0f : d->v_scale) / w.l[rr];
+          const float ls = w.m[rr] * d->scale_f + (float)log((double)w.l[rr]);
           float *p = d->splits > 1 ? w.part + ((size_t)s * total + row) * (hd + 1) : NULL;
           for (size_t k = 0; k < hd; k++) {
             const float v = w.o[rr * hd + k] * inv;

@@ -7,8 +7,8 @@
  *            rho = kv_decode_mag_rho: P rounded to the io type in the kernel)
  *   output:  per (row, d, run of kTokRun tokens) sums of p_t v_td and A_t |v_td|, then the
  *            runs added in order and divided by l                     (thread per (row, d))
- * Inputs are widened exactly from their types (q: io; K, V: store) to fp64; every sum has a
- * fixed order. */
+ * Inputs are widened exactly from their types (q: io; K, V: store) to fp64 and K, V multiplied
+ * by the cache's scales (exact); every sum has a fixed order. */
 #include <cub/block/block_reduce.cuh>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -41,7 +41,7 @@ __global__ void scores(const kv_decode_ref_args a, long long r0, long long nr, d
     const long long ii = x % nr, t = x / nr, r = r0 + ii, ko = token_offset(a, r, t);
     double dot = 0.0, abs_dot = 0.0;
     for (long long k = 0; k < D; ++k) {
-      const double p = widen(a.q, r * D + k, a.io) * widen(a.k, ko + k, a.store);
+      const double p = widen(a.q, r * D + k, a.io) * (widen(a.k, ko + k, a.store) * a.k_scale);
       dot += p;
       abs_dot += fabs(p);
     }
@@ -93,7 +93,7 @@ __global__ void output_runs(const kv_decode_ref_args a, long long r0, long long 
     const long long t1 = (run + 1) * kTokRun < a.ctx ? (run + 1) * kTokRun : a.ctx;
     double o = 0.0, mg = 0.0;
     for (long long t = run * kTokRun; t < t1; ++t) {
-      const double v = widen(a.v, token_offset(a, r, t) + d, a.store);
+      const double v = widen(a.v, token_offset(a, r, t) + d, a.store) * a.v_scale;
       o += S[t * nr + ii] * v;
       mg += A[t * nr + ii] * fabs(v);
     }

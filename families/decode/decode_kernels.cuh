@@ -17,7 +17,9 @@
  * used; tokens past the split zero-filled) and keeps its own online softmax: per slab
  * S = Q K^T by mma.sync m16n8k16 (fp32 accumulators; Q held as A fragments), the slab's row
  * max and sum by quad shuffles, P rounded to the storage type, O += P V by mma.sync. No block
- * barrier until the split's end, where the warps' (m, l, O) are merged in warp order. With one
+ * barrier until the split's end, where the warps' (m, l, O) are merged in warp order. The
+ * cache's scales: k_scale is folded into the score scale (args scale, scale_log2), v_scale into
+ * the output's final factor v_scale / l. With one
  * split the block writes the output and the LSE; with several, fp32 partials o / l and LSEs,
  * and the last block of its (batch, kv head) to finish (an arrival count in global memory,
  * fenced on both sides) reduces every split's partials in split order (combine_rows) and
@@ -166,7 +168,7 @@ __device__ __forceinline__ void combine_rows(const kv_decode_args &a, int b, int
       acc[2] = fmaf(w, o.z, acc[2]);
       acc[3] = fmaf(w, o.w, acc[3]);
     }
-    const float inv = 1.0f / sw;
+    const float inv = a.v_scale / sw;
     uint2 out;
     out.x = store_of<S>::pack(acc[0] * inv, acc[1] * inv);
     out.y = store_of<S>::pack(acc[2] * inv, acc[3] * inv);
@@ -344,7 +346,7 @@ __global__ void __launch_bounds__(kThreads, KV_DECODE_REG_BLOCKS(D)) split_kerne
       for (int e = 0; e < 8; ++e) acc[e] = fmaf(f, sw_state[L::kStateO + rr * D + c + e], acc[e]);
     }
     const int row = row_of(a, b, h, rr);
-    const float inv = 1.0f / sw, lse = mx * a.scale + logf(sw);
+    const float inv = (a.splits == 1 ? a.v_scale : 1.0f) / sw, lse = mx * a.scale + logf(sw);
     if (a.splits == 1) {
       uint4 out;
       out.x = store_of<S>::pack(acc[0] * inv, acc[1] * inv);

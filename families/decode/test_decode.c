@@ -4,8 +4,10 @@
  * reference on hand-checkable inputs (constant V rows, zero queries), the emulation against
  * the reference under the default tolerance over page sizes, tails, GQA ratios, query counts,
  * one split and many, distributions; the block table really used (the same inputs read
- * through another table give a different reference, which the emulation then fails), and
- * the fp64 reference against its double-double twin. */
+ * through another table give a different reference, which the emulation then fails), the
+ * cache's scales (k_scale and v_scale as the reference defines them; the emulation of a scaled
+ * case fails the unscaled and the swapped reference), and the fp64 reference against its
+ * double-double twin. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +30,9 @@ static const axis_want decode_axes[] = {
     {"q_len", KV_AXIS_INT, "1", NULL, 1, 16},
     {"dist", KV_AXIS_STR, "normal", "normal uniform large_logits", 0, 0},
     {NULL, KV_AXIS_INT, NULL, NULL, 0, 0}};
-static const param_want decode_params[] = {
-    {"scale", 0, 0, 1e6}, {"table_seed", 1, 0, 4294967295.0}, {"sms", 0, 0, 4096}, {NULL, 0, 0, 0}};
+static const param_want decode_params[] = {{"scale", 0, 0, 1e6},     {"table_seed", 1, 0, 4294967295.0},
+                                           {"sms", 0, 0, 4096},       {"k_scale", 1, 1e-6, 1e6},
+                                           {"v_scale", 1, 1e-6, 1e6}, {NULL, 0, 0, 0}};
 
 static void test_invalid(void) {
   const kv_family *f = &kv_family_decode;
@@ -82,6 +85,13 @@ static void test_tensors(void) {
              spec_is(&t.in[2], "v_cache", KV_E5M2, nkv, KV_DIST_NORMAL, 1.0, 0.0),
          "8-bit KV: the caches e5m2");
   EXPECT(t.out[0].dtype == KV_BF16 && t.out[1].dtype == KV_FP32, "8-bit KV: out bf16, lse fp32");
+  fcase fs;
+  fcase_init(&fs, &kv_family_decode, "precision=fp16:fp32 kv_type=e4m3 headdim=64 page_size=32 ctx_len=70 batch=3 "
+                                     "q_heads=4 kv_heads=2 q_len=2 dist=large_logits k_scale=0.125 v_scale=0.0625");
+  kv_family_decode.tensors(&fs.c, &t);
+  EXPECT(spec_is(&t.in[1], "k_cache", KV_E4M3, nkv, KV_DIST_NORMAL, 32.0, 0.0) &&
+             spec_is(&t.in[2], "v_cache", KV_E4M3, nkv, KV_DIST_NORMAL, 16.0, 0.0),
+         "scaled cache: K / k_scale and V / v_scale generated");
 }
 
 static void test_block_table(void) {
@@ -165,6 +175,10 @@ static void test_emulation_vs_reference(void) {
       "precision=fp16:fp32 kv_type=e5m2 headdim=128 page_size=32 ctx_len=700 batch=2 q_heads=4 kv_heads=1 q_len=4",
       "precision=fp16:fp32 kv_type=e4m3 headdim=128 page_size=16 ctx_len=2100 batch=1 q_heads=8 kv_heads=8 dist=large_logits",
       "precision=bf16:fp32 kv_type=e5m2 headdim=64 page_size=64 ctx_len=5000 batch=2 q_heads=16 kv_heads=2 q_len=2 sms=40",
+      "precision=fp16:fp32 kv_type=e4m3 headdim=64 page_size=16 ctx_len=300 batch=2 q_heads=8 kv_heads=2 k_scale=0.0117 v_scale=0.0089",
+      "precision=bf16:fp32 kv_type=e4m3 headdim=128 page_size=32 ctx_len=1500 batch=1 q_heads=8 kv_heads=2 q_len=2 k_scale=0.0117 v_scale=0.0089",
+      "precision=fp16:fp32 kv_type=e5m2 headdim=128 page_size=16 ctx_len=2100 batch=1 q_heads=4 kv_heads=4 dist=large_logits k_scale=0.0031 v_scale=0.02",
+      "precision=bf16:fp32 headdim=64 page_size=64 ctx_len=1000 batch=1 q_heads=4 kv_heads=1 k_scale=3.5 v_scale=0.7",
   };
   for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
     fcase f;
@@ -240,6 +254,44 @@ static void test_splits(void) {
   fcase_free(&b);
 }
 
+/* The cache's scales as the reference defines them, on one cache's bytes: k_scale c is the
+ * softmax scale times c, v_scale c the output times c with the same LSE; the emulation of a
+ * scaled case passes its reference and fails the unscaled one (a kernel that ignored k_scale
+ * or v_scale, or swapped them). */
+static void test_kv_scales(void) {
+  const char *base = "precision=bf16:fp32 kv_type=e4m3 headdim=64 page_size=16 ctx_len=1100 batch=1 q_heads=8 kv_heads=2 q_len=2";
+  char spec[4][256];
+  snprintf(spec[0], sizeof spec[0], "%s k_scale=0.25 v_scale=0.75 scale=0.1", base);
+  snprintf(spec[1], sizeof spec[1], "%s scale=0.025", base);
+  snprintf(spec[2], sizeof spec[2], "%s scale=0.1", base);
+  snprintf(spec[3], sizeof spec[3], "%s k_scale=0.75 v_scale=0.25 scale=0.1", base);
+  fcase f[4];
+  for (int i = 0; i < 4; i++) fcase_make(&f[i], &kv_family_decode, spec[i]);
+  fcase_generate(&f[0], 31);
+  for (int i = 1; i < 4; i++) {
+    f[i].c.key = f[0].c.key;
+    copy_inputs(&f[i], &f[0]);
+    fcase_reference(&f[i], 0);
+  }
+  fcase_emulate(&f[0]);
+  fcase_reference(&f[0], 0);
+  const size_t n = f[0].n_rows * f[0].row_len;
+  size_t off = 0;
+  for (size_t i = 0; i < n; i++) off += fabs(f[0].ref[i] - 0.75 * f[1].ref[i]) > 1e-12 * fabs(f[1].ref[i]) + 1e-300;
+  double lse_off = 0.0;
+  for (size_t r = 0; r < f[0].n_rows; r++) lse_off = fmax(lse_off, fabs(f[0].aux_ref[r] - f[1].aux_ref[r]));
+  EXPECT(off == 0 && lse_off < 1e-12,
+         "k_scale 0.25, v_scale 0.75 = scale x 0.25 and 0.75 x the output (%zu outputs differ, lse %g)", off, lse_off);
+  EXPECT(fcase_bound_ratio(&f[0]) <= 1.0, "the scaled emulation passes its reference (%g)", fcase_bound_ratio(&f[0]));
+  for (int i = 2; i < 4; i++) {
+    for (int o = 0; o < f[0].t.n_out; o++)
+      memcpy(f[i].out[o], f[0].out[o], f[0].t.out[o].count * kv_dtype_size(f[0].t.out[o].dtype));
+    EXPECT(fcase_bound_ratio(&f[i]) > 10.0, "the scaled emulation fails the reference of %s (%g)",
+           i == 2 ? "no scales" : "the scales swapped", fcase_bound_ratio(&f[i]));
+  }
+  for (int i = 0; i < 4; i++) fcase_free(&f[i]);
+}
+
 static void test_reference_dd(void) {
   fcase a, b;
   const char *spec = "precision=fp16:fp32 headdim=64 page_size=32 ctx_len=500 batch=1 q_heads=4 kv_heads=1 dist=large_logits";
@@ -272,6 +324,8 @@ int main(void) {
   test_indirection();
   TEST("one split and several");
   test_splits();
+  TEST("the cache's scales: k_scale in the scores, v_scale in the output");
+  test_kv_scales();
   TEST("fp64 reference vs double-double");
   test_reference_dd();
   return TEST_RETURN();
