@@ -110,11 +110,7 @@ void kv_decode_block_table(const kv_decode_dims *d, int32_t *table) {
 /* The tolerance's reduction length: a score sums headdim products, an output ctx_len terms. */
 static double red_len_of(const kv_decode_dims *d) { return (double)(d->headdim > d->ctx ? d->headdim : d->ctx); }
 
-double kv_decode_mag_rho(const kv_case *c) {
-  kv_decode_dims d;
-  kv_decode_dims_of(c, 0, &d);
-  return kv_tolerance_p_rho(c->prec, red_len_of(&d));
-}
+double kv_decode_mag_rho(kv_precision prec, const kv_decode_dims *d) { return kv_tolerance_p_rho(prec, red_len_of(d)); }
 
 static const char *decode_invalid(const kv_case *c, const char *backend) {
   (void)backend;

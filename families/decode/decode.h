@@ -51,7 +51,7 @@ void kv_decode_block_table(const kv_decode_dims *d, int32_t *table);
 /* rho of the magnitude term (kv_tolerance_p_rho at the case's reduction length
  * max(headdim, ctx_len)): the kernel rounds P to the storage type before P V, as fa2 does.
  * The CPU and GPU references use the same value. */
-double kv_decode_mag_rho(const kv_case *c);
+double kv_decode_mag_rho(kv_precision prec, const kv_decode_dims *d);
 
 kv_status kv_decode_emulate(const kv_case *c, void *const *in, void *const *out);
 kv_status kv_decode_cpu_reference(const kv_case *c, const void *const *in, const size_t *rows, size_t n_rows,

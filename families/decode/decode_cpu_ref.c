@@ -33,7 +33,7 @@ static kv_status ref_alloc(ref_work *w, const kv_case *c) {
   w->st = w->d.kv_type;
   w->io = w->d.io_type;
   w->u_acc = kv_dtype_unit_roundoff(c->prec.accum);
-  w->rho = kv_decode_mag_rho(c);
+  w->rho = kv_decode_mag_rho(c->prec, &w->d);
   const size_t hd = (size_t)w->d.headdim, n = (size_t)w->d.ctx;
   w->table = KV_MALLOC((size_t)w->d.num_pages * sizeof(int32_t));
   w->q = KV_MALLOC((2 * hd + 3 * n) * sizeof(double));

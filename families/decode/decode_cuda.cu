@@ -109,7 +109,7 @@ static kv_status decode_prepare(const kv_case *c, void *const *d_in, void *const
   r.scale = d.scale;
   r.k_scale = d.k_scale;
   r.v_scale = d.v_scale;
-  r.rho = kv_decode_mag_rho(c);
+  r.rho = kv_decode_mag_rho(c->prec, &d);
   *problem = f;
   return KV_OK;
 }
