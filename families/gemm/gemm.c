@@ -178,9 +178,11 @@ static const kv_coord_desc gemm_coords[] = {
 
 /* The kernel path from the rules the dispatcher calls (gemm_limits.h): the instantiation, the
  * wgmma tile (large, mid or small by the tiles a wave of SMs takes; FP8 has one tile) and
- * epilogue (K split, TMA store or direct), the mma load path, partial tiles in M, N and K of
- * the tile the kernel runs, FP8 promotion or fast accumulation and scales != 1, alpha != 1,
- * beta != 0, the input distribution. */
+ * epilogue (K split, TMA store or direct), whether a persistent CTA goes round its tile loop
+ * again (more tiles and splits than SMs: the second tile starts on the ring's carried stage and
+ * phase and reuses the accumulators and the epilogue's staging), the mma load path, partial
+ * tiles in M, N and K of the tile the kernel runs, FP8 promotion or fast accumulation and
+ * scales != 1, alpha != 1, beta != 0, the input distribution. */
 static void gemm_path(const kv_case *c, char *b, size_t n) {
   const char *v = kv_case_str(c, "variant"), *layout = kv_case_str(c, "layout");
   const int var = kv_gemm_variant_of(v), a_t = layout[0] == 't', b_t = layout[1] == 't';
@@ -194,12 +196,15 @@ static void gemm_path(const kv_case *c, char *b, size_t n) {
   if (var == KV_GEMM_WGMMA && fp8) {
     kv_tag(b, n, "gemm:%s:fp8:%s", v, kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
     bm = KV_GEMM_FP8_BM, bn = KV_GEMM_FP8_BN, bk = KV_GEMM_FP8_BK;
+    if (kv_gemm_tiles(m, nn, bm, bn) > KV_GEMM_PATH_SMS) kv_tag(b, n, "gemm:%s:fp8:second-tile", v);
   } else if (var == KV_GEMM_WGMMA) {
     long long kb_per;
-    const int split = kv_gemm_wgmma_splits(m, nn, k, c->prec, KV_GEMM_PATH_SMS, &kb_per) > 1;
+    const int splits = kv_gemm_wgmma_splits(m, nn, k, c->prec, KV_GEMM_PATH_SMS, &kb_per);
     kv_gemm_wgmma_tile(m, nn, KV_GEMM_PATH_SMS, &bm, &bn);
     kv_tag(b, n, "gemm:%s:tile%lldx%lld", v, bm, bn);
-    kv_tag(b, n, "gemm:%s:%s", v, split ? "split-k" : kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
+    kv_tag(b, n, "gemm:%s:%s", v, splits > 1 ? "split-k" : kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
+    if (kv_gemm_tiles(m, nn, bm, bn) * splits > KV_GEMM_PATH_SMS)
+      kv_tag(b, n, "gemm:%s:tile%lldx%lld:second-tile", v, bm, bn);
     bk = KV_GEMM_WGMMA_BK;
   } else if (var == KV_GEMM_MMA) {
     kv_tag(b, n, "gemm:%s:%s", v, kv_gemm_mma_vector_loads(m, nn, k, a_t, b_t) ? "vector-loads" : "scalar-loads");
@@ -224,7 +229,7 @@ static int gemm_path_tag(int i, char *b, size_t n) {
   static const char *const mma[] = {"vector-loads", "scalar-loads", "m-tail", "n-tail", "k-tail", NULL};
   static const char *const none[] = {NULL};
   static const char *const fp8[] = {"promoted", "fast-accum", "scaled", NULL};
-  static const char *const wgmma_fp8[] = {"tma-store", "direct-store", "m-tail", "n-tail", "k-tail", NULL};
+  static const char *const wgmma_fp8[] = {"tma-store", "direct-store", "second-tile", "m-tail", "n-tail", "k-tail", NULL};
   for (int v = 0; gemm_variants[v]; v++) {
     const int var = kv_gemm_variant_of(gemm_variants[v]);
     for (int p = 0; kv_precision_pairs[p]; p++)
@@ -239,7 +244,9 @@ static int gemm_path_tag(int i, char *b, size_t n) {
       for (int t = KV_GEMM_TILE_LARGE; t <= KV_GEMM_TILE_SMALL; t++) {
         long long bm, bn;
         kv_gemm_wgmma_tile_dims(t, &bm, &bn);
-        if (kv_tag_at(&i, b, n, "gemm:%s:tile%lldx%lld", gemm_variants[v], bm, bn)) return 1;
+        if (kv_tag_at(&i, b, n, "gemm:%s:tile%lldx%lld", gemm_variants[v], bm, bn) ||
+            kv_tag_at(&i, b, n, "gemm:%s:tile%lldx%lld:second-tile", gemm_variants[v], bm, bn))
+          return 1;
       }
     const char *const *what = var == KV_GEMM_WGMMA ? wgmma : var == KV_GEMM_MMA ? mma : none;
     for (int w = 0; what[w]; w++)

@@ -28,6 +28,11 @@ enum kv_gemm_variant { KV_GEMM_WGMMA = 0, KV_GEMM_MMA = 1, KV_GEMM_CUBLAS = 2 };
  * H200's); on the GPU the dispatcher asks the device. */
 #define KV_GEMM_PATH_SMS 132
 
+/* The tiles of bm x bn that cover an m x n output (a persistent grid takes min(tiles x splits,
+ * SMs) CTAs: beyond one wave a CTA goes round its tile loop again). */
+static inline long long kv_gemm_tiles(long long m, long long n, long long bm, long long bn) {
+  return ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
+}
 /* The rows and columns of kval-wgmma's 16-bit tile t (large, mid, small); path tags name a
  * tile `tile<rows>x<columns>`. */
 enum kv_gemm_wgmma_tile_id { KV_GEMM_TILE_LARGE = 0, KV_GEMM_TILE_MID = 1, KV_GEMM_TILE_SMALL = 2 };
@@ -43,7 +48,7 @@ static inline int kv_gemm_wgmma_tile(long long m, long long n, int sms, long lon
   int t = KV_GEMM_TILE_LARGE;
   for (;; ++t) {
     kv_gemm_wgmma_tile_dims(t, bm, bn);
-    if (t == KV_GEMM_TILE_SMALL || ((m + *bm - 1) / *bm) * ((n + *bn - 1) / *bn) * 10 >= 9LL * sms) return t;
+    if (t == KV_GEMM_TILE_SMALL || kv_gemm_tiles(m, n, *bm, *bn) * 10 >= 9LL * sms) return t;
   }
 }
 /* kval-wgmma splits K when even its small tile leaves half the SMs idle or more (fp32
@@ -63,7 +68,7 @@ static inline int kv_gemm_wgmma_splits(long long m, long long n, long long k, kv
   if (p.accum != KV_FP32 || p.storage == KV_E4M3 || p.storage == KV_E5M2 ||
       kv_gemm_wgmma_tile(m, n, sms, &bm, &bn) != KV_GEMM_TILE_SMALL)
     return 1;
-  long long s = sms / (((m + bm - 1) / bm) * ((n + bn - 1) / bn));
+  long long s = sms / kv_gemm_tiles(m, n, bm, bn);
   if (s > kblocks / KV_GEMM_SPLIT_MIN_KBLOCKS) s = kblocks / KV_GEMM_SPLIT_MIN_KBLOCKS;
   if (s > KV_GEMM_SPLIT_MAX) s = KV_GEMM_SPLIT_MAX;
   if (s < 2) return 1;

@@ -457,7 +457,7 @@ template <class Tr, class T, kv_dtype ACC, int AT, int BT> static kv_status kv_w
     KV_TRY(kv_wgmma_map<kv_gemm::output_t<T>>(&pr->map_d, g.d, g.n, g.m, Tr::D_COLS, 64));
   else
     memset(&pr->map_d, 0, sizeof pr->map_d);
-  const long long items = (long long)((g.m + Tr::BM - 1) / Tr::BM) * ((g.n + Tr::BN - 1) / Tr::BN) * pr->splits;
+  const long long items = kv_gemm_tiles(g.m, g.n, Tr::BM, Tr::BN) * pr->splits;
   if (items > 0x7fffffffLL) {
     kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma: %dx%d in %d splits of K needs %lld tiles, above the grid limit",
               g.m, g.n, pr->splits, items);

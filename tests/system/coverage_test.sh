@@ -6,8 +6,10 @@
 # health.deck must reach all of them on the cuda backend (planned by name: no GPU needed), and the cases'
 # tags must be exactly the declared ones (no tag a family forgot to declare); a deck without
 # [gemm.scale] must be reported as missing alpha and beta; default.deck's named path sections
-# must be fleet.deck's, verbatim; smoke.deck must reach the cpu emulation's branches on the cpu
-# backend. Environment (set by `make check`): KVAL, top_srcdir.
+# must be fleet.deck's, verbatim; without [gemm.waves] the persistent GEMM's second tile and
+# with one sequence health.deck's decode batch index must be reported missing; smoke.deck must
+# reach the cpu emulation's branches on the cpu backend. Environment (set by `make check`):
+# KVAL, top_srcdir.
 set -u
 : "${KVAL:?}" "${top_srcdir:?}"
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
@@ -45,6 +47,18 @@ for t in gemm:kval-wgmma:alpha gemm:kval-mma:beta gemm:cublas:alpha; do
   grep '^paths of gemm:' "$tmp/noscale.out" | grep -q "not reached: .*$t" || fail "without [gemm.scale]: $t not reported missing"
 done
 grep -q '^kernel paths: .* not reached' "$tmp/noscale.out" || fail "without [gemm.scale]: no 'not reached' summary"
+# Nor can these: without [gemm.waves] and [gemm.fp8waves] no CTA of kval-wgmma's mid, small or
+# FP8 tile goes round its persistent tile loop again; health.deck with one sequence in its
+# decode sections has no case whose sequence index matters.
+sed '/^\[gemm.waves\]/,/^$/d; /^\[gemm.fp8waves\]/,/^$/d' "$top_srcdir/inputs/fleet.deck" >"$tmp/nowaves.deck"
+"$KVAL" --backend cuda --dry-run "$tmp/nowaves.deck" >"$tmp/nowaves.out" 2>&1
+for t in gemm:kval-wgmma:tile128x128:second-tile gemm:kval-wgmma:tile64x128:second-tile gemm:kval-wgmma:fp8:second-tile; do
+  grep '^paths of gemm:' "$tmp/nowaves.out" | grep -q "not reached: .*$t" || fail "without [gemm.waves]: $t not reported missing"
+done
+awk '/^\[/ { dec = index($0, "[decode") == 1 } dec && /^batch = / { $0 = "batch = 1" } 1' "$top_srcdir/inputs/health.deck" >"$tmp/onebatch.deck"
+"$KVAL" --backend cuda --dry-run "$tmp/onebatch.deck" >"$tmp/onebatch.out" 2>&1
+grep '^paths of decode:' "$tmp/onebatch.out" | grep -q "not reached: .*decode:batch=many" ||
+  fail "health.deck with batch 1 in its decode sections: decode:batch=many not reported missing"
 # smoke.deck on the cpu backend: the branches of the emulations (the cpu backend's kernels).
 "$KVAL" --backend cpu --dry-run --verbose "$top_srcdir/inputs/smoke.deck" >"$tmp/smoke.out" 2>&1 || fail "smoke.deck: --dry-run"
 for t in fa2:kval-mma:q-tail fa2:kval-mma:k-tail fa2:kval-mma:k-blocks fa2:kval-wgmma:q-tail fa2:kval-wgmma:k-tail fa2:kval-wgmma:k-blocks \
@@ -54,6 +68,7 @@ for t in fa2:kval-mma:q-tail fa2:kval-mma:k-tail fa2:kval-mma:k-blocks fa2:kval-
   layernorm:fp16:fp32:peeled-8x1 layernorm:fp16:fp16:serial layernorm:rows-tail \
   rmsnorm:fp16:fp32:peeled-8x1 rmsnorm:bf16:bf16:serial rmsnorm:rows-tail \
   decode:single decode:split decode:ctx-tail decode:slab-tail decode:warps-idle decode:rows-partial decode:dist=large_logits \
+  decode:batch=many \
   fa2:kval-mma:cross fa2:kval-wgmma:cross fa2:kval-mma:dist=uniform fa2:kval-wgmma:dist=large_logits \
   gemm:kval-mma:dist=near_max gemm:kval-wgmma:dist=uniform layernorm:dist=offset rmsnorm:dist=offset \
   layernorm:large-eps rmsnorm:large-eps; do
