@@ -153,13 +153,15 @@ static void decode_tensors(const kv_case *c, kv_tensors *t) {
 static int decode_unbiased(const kv_case *c) { return c->prec.accum == KV_FP32; }
 
 static const char *const decode_what[] = {"single", "split", "ctx-tail", "slab-tail", "warps-idle", "rows-partial",
-                                          "rows-full", "table=contiguous", "table=shuffled", "batch=many", NULL};
+                                          "rows-full", "table=contiguous", "table=shuffled", "batch=many", "scale=set",
+                                          NULL};
 
 /* The kernel path: the instantiation (head dim, precision), the page size, one split or
  * several (the combine kernel), a partial last page, a partial last slab, a split with fewer
  * slabs than warps (a warp's state empty at the merge: the last split is the shortest), fewer
  * rows than the mma's 16 or all 16, the table, several sequences (the block table's rows,
- * the combine's: a wrong sequence index is right at batch 1), the input distribution. The
+ * the combine's: a wrong sequence index is right at batch 1), a softmax scale the deck sets
+ * (the kernel must use the one it is given, not 1/sqrt(headdim)), the input distribution. The
  * split count assumes the deck's sms (or 132). */
 static void decode_path(const kv_case *c, char *b, size_t n) {
   kv_decode_dims d;
@@ -175,6 +177,7 @@ static void decode_path(const kv_case *c, char *b, size_t n) {
   kv_tag(b, n, "decode:%s", decode_what[d.rows < KV_DECODE_MAX_ROWS ? 5 : 6]);
   kv_tag(b, n, "decode:%s", decode_what[d.table_key ? 8 : 7]);
   if (d.batch > 1) kv_tag(b, n, "decode:%s", decode_what[9]);
+  if (kv_case_param(c, "scale") > 0) kv_tag(b, n, "decode:%s", decode_what[10]);
   kv_tag(b, n, "decode:dist=%s", kv_case_str(c, "dist"));
 }
 
