@@ -177,14 +177,15 @@ static int decode_unbiased(const kv_case *c) { return c->prec.accum == KV_FP32; 
 
 static const char *const decode_what[] = {"single", "split", "ctx-tail", "slab-tail", "warps-idle", "rows-partial",
                                           "rows-full", "table=contiguous", "table=shuffled", "kv-scale=none",
-                                          "kv-scale=single", "kv-scale=combine", "batch=many", NULL};
+                                          "kv-scale=single", "kv-scale=combine", "batch=many", "scale=set", NULL};
 
 /* The kernel path: the instantiation (head dim, precision, the KV cache's type), the page size,
  * one split or several (the splits' combine), a partial last page, a partial last slab, a split
  * with fewer slabs than warps (a warp's state empty at the merge: the last split is the
  * shortest), fewer rows than the mma's 16 or all 16, the table, the cache's scales (none, or
  * v_scale in the one split's output or in the combine), several sequences (the block table's
- * rows, the per-sequence arrival counts: a bug there is right at batch 1), the input
+ * rows, the per-sequence arrival counts: a bug there is right at batch 1), a softmax scale the
+ * deck sets (the kernel must use the one it is given, not 1/sqrt(headdim)), the input
  * distribution. The
  * split count assumes the deck's sms (or 132). */
 static void decode_path(const kv_case *c, char *b, size_t n) {
@@ -202,6 +203,7 @@ static void decode_path(const kv_case *c, char *b, size_t n) {
   kv_tag(b, n, "decode:%s", decode_what[d.table_key ? 8 : 7]);
   kv_tag(b, n, "decode:%s", decode_what[d.k_scale == 1.0f && d.v_scale == 1.0f ? 9 : d.splits > 1 ? 11 : 10]);
   if (d.batch > 1) kv_tag(b, n, "decode:%s", decode_what[12]);
+  if (kv_case_param(c, "scale") > 0) kv_tag(b, n, "decode:%s", decode_what[13]);
   kv_tag(b, n, "decode:dist=%s", kv_case_str(c, "dist"));
 }
 

@@ -134,8 +134,9 @@ static void fa2_tensors(const kv_case *c, kv_tensors *t) {
 static int fa2_unbiased(const kv_case *c) { return c->prec.accum == KV_FP32; }
 
 /* The kernel path (fa2_limits.h's tiles, as the kernels use them): the instantiation, partial
- * query and key blocks, several key blocks (the online-softmax rescale), cross-attention, the
- * input distribution. */
+ * query and key blocks, several key blocks (the online-softmax rescale), cross-attention, a
+ * softmax scale the deck sets (the kernels must use the one they are given, not
+ * 1/sqrt(headdim)), the input distribution. */
 static void fa2_path(const kv_case *c, char *b, size_t n) {
   const char *v = kv_case_str(c, "variant");
   const int wg = kv_fa2_variant_of(v) == KV_FA2_WGMMA;
@@ -149,6 +150,7 @@ static void fa2_path(const kv_case *c, char *b, size_t n) {
   if (lk % bn) kv_tag(b, n, "fa2:%s:k-tail", v);
   if (lk > bn) kv_tag(b, n, "fa2:%s:k-blocks", v);
   if (lk != lq) kv_tag(b, n, "fa2:%s:cross", v);
+  if (kv_case_param(c, "scale") > 0) kv_tag(b, n, "fa2:%s:scale=set", v);
   kv_tag(b, n, "fa2:%s:dist=%s", v, kv_case_str(c, "dist"));
 }
 
@@ -156,7 +158,7 @@ static void fa2_path(const kv_case *c, char *b, size_t n) {
 /* Every instantiation kv_fa2_unsupported allows, then each variant's branches. */
 static int fa2_path_tag(int i, char *b, size_t n) {
   static const int dims[] = {32, 64, 96, 128, 256};
-  static const char *const what[] = {"q-tail", "k-tail", "k-blocks", "cross"};
+  static const char *const what[] = {"q-tail", "k-tail", "k-blocks", "cross", "scale=set", NULL};
   for (int v = 0; fa2_variants[v]; v++) {
     for (int k = 0; k < 5; k++)
       for (int p = 0; kv_precision_pairs[p]; p++) {
@@ -168,7 +170,7 @@ static int fa2_path_tag(int i, char *b, size_t n) {
           if (kv_tag_at(&i, b, n, "fa2:%s:d%d:%s:%s", fa2_variants[v], dims[k], kv_precision_pairs[p], causal ? "causal" : "full"))
             return 1;
       }
-    for (int w = 0; w < 4; w++)
+    for (int w = 0; what[w]; w++)
       if (kv_tag_at(&i, b, n, "fa2:%s:%s", fa2_variants[v], what[w])) return 1;
     for (int d = 0; fa2_dists[d]; d++)
       if (kv_tag_at(&i, b, n, "fa2:%s:dist=%s", fa2_variants[v], fa2_dists[d])) return 1;

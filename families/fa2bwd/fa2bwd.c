@@ -152,7 +152,8 @@ static int fa2bwd_unbiased(const kv_case *c) {
 }
 
 /* The kernel path (fa2bwd_limits.h's tiles): the instantiation, partial query and key blocks,
- * several blocks walked by each pass, the input distribution. */
+ * several blocks walked by each pass, a softmax scale the deck sets (the kernels must use the
+ * one they are given, not 1/sqrt(headdim)), the input distribution. */
 static void fa2bwd_path(const kv_case *c, char *b, size_t n) {
   const char *v = kv_case_str(c, "variant");
   const long long d = kv_case_int(c, "headdim"), l = kv_case_int(c, "seqlen");
@@ -161,13 +162,14 @@ static void fa2bwd_path(const kv_case *c, char *b, size_t n) {
   if (l % KV_FA2BWD_BLOCK_M(d)) kv_tag(b, n, "fa2bwd:%s:q-tail", v);
   if (l % KV_FA2BWD_BLOCK_N(d)) kv_tag(b, n, "fa2bwd:%s:k-tail", v);
   if (l > KV_FA2BWD_BLOCK_M(d) && l > KV_FA2BWD_BLOCK_N(d)) kv_tag(b, n, "fa2bwd:%s:blocks", v);
+  if (kv_case_param(c, "scale") > 0) kv_tag(b, n, "fa2bwd:%s:scale=set", v);
   kv_tag(b, n, "fa2bwd:%s:dist=%s", v, kv_case_str(c, "dist"));
 }
 
 /* Every instantiation kv_fa2bwd_unsupported allows, then each variant's branches. */
 static int fa2bwd_path_tag(int i, char *b, size_t n) {
   static const int dims[] = {64, 128};
-  static const char *const what[] = {"q-tail", "k-tail", "blocks"};
+  static const char *const what[] = {"q-tail", "k-tail", "blocks", "scale=set", NULL};
   for (int v = 0; fa2bwd_variants[v]; v++) {
     for (int k = 0; k < 2; k++)
       for (int p = 0; kv_precision_pairs[p]; p++) {
@@ -180,7 +182,7 @@ static int fa2bwd_path_tag(int i, char *b, size_t n) {
                         causal ? "causal" : "full"))
             return 1;
       }
-    for (int w = 0; w < 3; w++)
+    for (int w = 0; what[w]; w++)
       if (kv_tag_at(&i, b, n, "fa2bwd:%s:%s", fa2bwd_variants[v], what[w])) return 1;
     for (int d = 0; fa2bwd_dists[d]; d++)
       if (kv_tag_at(&i, b, n, "fa2bwd:%s:dist=%s", fa2bwd_variants[v], fa2bwd_dists[d])) return 1;
