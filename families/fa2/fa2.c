@@ -136,7 +136,9 @@ static int fa2_unbiased(const kv_case *c) { return c->prec.accum == KV_FP32; }
 /* The kernel path (fa2_limits.h's tiles, as the kernels use them): the instantiation, partial
  * query and key blocks, several key blocks (the online-softmax rescale), cross-attention, a
  * softmax scale the deck sets (the kernels must use the one they are given, not
- * 1/sqrt(headdim)), the input distribution. */
+ * 1/sqrt(headdim)), several sequences of another number of heads (a sequence's stride
+ * written with the batch count where the head count belongs is right when batch is 1 or
+ * equals heads), the input distribution. */
 static void fa2_path(const kv_case *c, char *b, size_t n) {
   const char *v = kv_case_str(c, "variant");
   const int wg = kv_fa2_variant_of(v) == KV_FA2_WGMMA;
@@ -151,6 +153,9 @@ static void fa2_path(const kv_case *c, char *b, size_t n) {
   if (lk > bn) kv_tag(b, n, "fa2:%s:k-blocks", v);
   if (lk != lq) kv_tag(b, n, "fa2:%s:cross", v);
   if (kv_case_param(c, "scale") > 0) kv_tag(b, n, "fa2:%s:scale=set", v);
+  kv_fa2_dims dims;
+  kv_fa2_dims_of(c, &dims);
+  if (dims.batch > 1 && dims.heads > 1 && dims.batch != dims.heads) kv_tag(b, n, "fa2:%s:batch-stride", v);
   kv_tag(b, n, "fa2:%s:dist=%s", v, kv_case_str(c, "dist"));
 }
 
@@ -158,7 +163,7 @@ static void fa2_path(const kv_case *c, char *b, size_t n) {
 /* Every instantiation kv_fa2_unsupported allows, then each variant's branches. */
 static int fa2_path_tag(int i, char *b, size_t n) {
   static const int dims[] = {32, 64, 96, 128, 256};
-  static const char *const what[] = {"q-tail", "k-tail", "k-blocks", "cross", "scale=set", NULL};
+  static const char *const what[] = {"q-tail", "k-tail", "k-blocks", "cross", "scale=set", "batch-stride", NULL};
   for (int v = 0; fa2_variants[v]; v++) {
     for (int k = 0; k < 5; k++)
       for (int p = 0; kv_precision_pairs[p]; p++) {

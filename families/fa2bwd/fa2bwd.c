@@ -153,7 +153,9 @@ static int fa2bwd_unbiased(const kv_case *c) {
 
 /* The kernel path (fa2bwd_limits.h's tiles): the instantiation, partial query and key blocks,
  * several blocks walked by each pass, a softmax scale the deck sets (the kernels must use the
- * one they are given, not 1/sqrt(headdim)), the input distribution. */
+ * one they are given, not 1/sqrt(headdim)), several sequences of another number of heads (a
+ * sequence's stride written with the batch count where the head count belongs is right when
+ * batch is 1 or equals heads), the input distribution. */
 static void fa2bwd_path(const kv_case *c, char *b, size_t n) {
   const char *v = kv_case_str(c, "variant");
   const long long d = kv_case_int(c, "headdim"), l = kv_case_int(c, "seqlen");
@@ -163,13 +165,16 @@ static void fa2bwd_path(const kv_case *c, char *b, size_t n) {
   if (l % KV_FA2BWD_BLOCK_N(d)) kv_tag(b, n, "fa2bwd:%s:k-tail", v);
   if (l > KV_FA2BWD_BLOCK_M(d) && l > KV_FA2BWD_BLOCK_N(d)) kv_tag(b, n, "fa2bwd:%s:blocks", v);
   if (kv_case_param(c, "scale") > 0) kv_tag(b, n, "fa2bwd:%s:scale=set", v);
+  kv_fa2bwd_dims dims;
+  kv_fa2bwd_dims_of(c, &dims);
+  if (dims.batch > 1 && dims.heads > 1 && dims.batch != dims.heads) kv_tag(b, n, "fa2bwd:%s:batch-stride", v);
   kv_tag(b, n, "fa2bwd:%s:dist=%s", v, kv_case_str(c, "dist"));
 }
 
 /* Every instantiation kv_fa2bwd_unsupported allows, then each variant's branches. */
 static int fa2bwd_path_tag(int i, char *b, size_t n) {
   static const int dims[] = {64, 128};
-  static const char *const what[] = {"q-tail", "k-tail", "blocks", "scale=set", NULL};
+  static const char *const what[] = {"q-tail", "k-tail", "blocks", "scale=set", "batch-stride", NULL};
   for (int v = 0; fa2bwd_variants[v]; v++) {
     for (int k = 0; k < 2; k++)
       for (int p = 0; kv_precision_pairs[p]; p++) {

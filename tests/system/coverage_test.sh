@@ -7,7 +7,8 @@
 # tags must be exactly the declared ones (no tag a family forgot to declare); a deck without
 # [gemm.scale] must be reported as missing alpha and beta; default.deck's named path sections
 # must be fleet.deck's, verbatim; without [gemm.waves] the persistent GEMM's second tile and
-# with one sequence health.deck's decode batch index must be reported missing; smoke.deck must
+# with one sequence health.deck's decode batch index, with as many heads as sequences fa2's
+# and fa2bwd's sequence strides must be reported missing; smoke.deck must
 # reach the cpu emulation's branches on the cpu backend. Environment (set by `make check`):
 # KVAL, top_srcdir.
 set -u
@@ -59,6 +60,15 @@ awk '/^\[/ { dec = index($0, "[decode") == 1 } dec && /^batch = / { $0 = "batch 
 "$KVAL" --backend cuda --dry-run "$tmp/onebatch.deck" >"$tmp/onebatch.out" 2>&1
 grep '^paths of decode:' "$tmp/onebatch.out" | grep -q "not reached: .*decode:batch=many" ||
   fail "health.deck with batch 1 in its decode sections: decode:batch=many not reported missing"
+# Nor this: health.deck with as many heads as sequences in [fa2.cross] and [fa2bwd.dist] has no
+# case where a sequence's stride written with the batch count for the heads' is wrong.
+awk '/^\[/ { sec = ($1 == "[fa2.cross]" || $1 == "[fa2bwd.dist]") } sec && /^heads = / { $0 = "heads = 2" } 1' \
+  "$top_srcdir/inputs/health.deck" >"$tmp/squarebh.deck"
+"$KVAL" --backend cuda --dry-run "$tmp/squarebh.deck" >"$tmp/squarebh.out" 2>&1
+for t in fa2:kval-wgmma:batch-stride fa2:kval-mma:batch-stride fa2bwd:kval-mma:batch-stride; do
+  grep '^paths of fa2' "$tmp/squarebh.out" | grep -q "not reached: .*$t" ||
+    fail "health.deck with 2 sequences of 2 heads: $t not reported missing"
+done
 # smoke.deck on the cpu backend: the branches of the emulations (the cpu backend's kernels).
 "$KVAL" --backend cpu --dry-run --verbose "$top_srcdir/inputs/smoke.deck" >"$tmp/smoke.out" 2>&1 || fail "smoke.deck: --dry-run"
 for t in fa2:kval-mma:q-tail fa2:kval-mma:k-tail fa2:kval-mma:k-blocks fa2:kval-wgmma:q-tail fa2:kval-wgmma:k-tail fa2:kval-wgmma:k-blocks \
@@ -69,6 +79,7 @@ for t in fa2:kval-mma:q-tail fa2:kval-mma:k-tail fa2:kval-mma:k-blocks fa2:kval-
   rmsnorm:fp16:fp32:peeled-8x1 rmsnorm:bf16:bf16:serial rmsnorm:rows-tail \
   decode:single decode:split decode:ctx-tail decode:slab-tail decode:warps-idle decode:rows-partial decode:dist=large_logits \
   decode:kv-scale=single decode:kv-scale=combine decode:batch=many \
+  fa2:kval-mma:batch-stride fa2:kval-wgmma:batch-stride fa2bwd:kval-mma:batch-stride \
   fa2:kval-mma:cross fa2:kval-wgmma:cross fa2:kval-mma:dist=uniform fa2:kval-wgmma:dist=large_logits \
   gemm:kval-mma:dist=near_max gemm:kval-wgmma:dist=uniform layernorm:dist=offset rmsnorm:dist=offset \
   layernorm:large-eps rmsnorm:large-eps; do
