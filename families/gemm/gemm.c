@@ -182,7 +182,8 @@ static const kv_coord_desc gemm_coords[] = {
  * again (more tiles and splits than SMs: the second tile starts on the ring's carried stage and
  * phase and reuses the accumulators and the epilogue's staging), the mma load path, partial
  * tiles in M, N and K of the tile the kernel runs, FP8 promotion or fast accumulation and
- * scales != 1, alpha != 1, beta != 0, the input distribution. */
+ * each scale != 1 (one tag each: a dropped scale shows only where that one is not 1), alpha !=
+ * 1, beta != 0, the input distribution. */
 static void gemm_path(const kv_case *c, char *b, size_t n) {
   const char *v = kv_case_str(c, "variant"), *layout = kv_case_str(c, "layout");
   const int var = kv_gemm_variant_of(v), a_t = layout[0] == 't', b_t = layout[1] == 't';
@@ -215,7 +216,8 @@ static void gemm_path(const kv_case *c, char *b, size_t n) {
   if (bk && k % bk) kv_tag(b, n, "gemm:%s:%sk-tail", v, tile);
   if (fp8) {
     kv_tag(b, n, "gemm:%s:fp8:%s", v, kv_case_int(c, "promote") > 0 ? "promoted" : "fast-accum");
-    if (kv_case_real(c, "scale_a") != 1.0 || kv_case_real(c, "scale_b") != 1.0) kv_tag(b, n, "gemm:%s:fp8:scaled", v);
+    if (kv_case_real(c, "scale_a") != 1.0) kv_tag(b, n, "gemm:%s:fp8:scale-a", v);
+    if (kv_case_real(c, "scale_b") != 1.0) kv_tag(b, n, "gemm:%s:fp8:scale-b", v);
   }
   if (kv_case_real(c, "alpha") != 1.0) kv_tag(b, n, "gemm:%s:alpha", v);
   if (kv_case_real(c, "beta") != 0.0) kv_tag(b, n, "gemm:%s:beta", v);
@@ -228,7 +230,7 @@ static int gemm_path_tag(int i, char *b, size_t n) {
   static const char *const wgmma[] = {"split-k", "tma-store", "direct-store", "m-tail", "n-tail", "k-tail", NULL};
   static const char *const mma[] = {"vector-loads", "scalar-loads", "m-tail", "n-tail", "k-tail", NULL};
   static const char *const none[] = {NULL};
-  static const char *const fp8[] = {"promoted", "fast-accum", "scaled", NULL};
+  static const char *const fp8[] = {"promoted", "fast-accum", "scale-a", "scale-b", NULL};
   static const char *const wgmma_fp8[] = {"tma-store", "direct-store", "second-tile", "m-tail", "n-tail", "k-tail", NULL};
   for (int v = 0; gemm_variants[v]; v++) {
     const int var = kv_gemm_variant_of(gemm_variants[v]);

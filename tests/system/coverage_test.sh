@@ -5,7 +5,8 @@
 # cases (kv_family.path, from the rules the dispatchers call). fleet.deck, default.deck and
 # health.deck must reach all of them on the cuda backend (planned by name: no GPU needed), and the cases'
 # tags must be exactly the declared ones (no tag a family forgot to declare); a deck without
-# [gemm.scale] must be reported as missing alpha and beta; default.deck's named path sections
+# [gemm.scale] must be reported as missing alpha and beta, one without scale_b as missing FP8's
+# scale of B; default.deck's named path sections
 # must be fleet.deck's, verbatim; without [gemm.waves] the persistent GEMM's second tile and
 # with one sequence health.deck's decode batch index, with as many heads as sequences fa2's
 # and fa2bwd's sequence strides must be reported missing; smoke.deck must
@@ -48,6 +49,12 @@ for t in gemm:kval-wgmma:alpha gemm:kval-mma:beta gemm:cublas:alpha; do
   grep '^paths of gemm:' "$tmp/noscale.out" | grep -q "not reached: .*$t" || fail "without [gemm.scale]: $t not reported missing"
 done
 grep -q '^kernel paths: .* not reached' "$tmp/noscale.out" || fail "without [gemm.scale]: no 'not reached' summary"
+# Nor this: with scale_b left at 1 no FP8 case shows a dropped scale of B.
+sed '/^scale_b = /d' "$top_srcdir/inputs/fleet.deck" >"$tmp/noscaleb.deck"
+"$KVAL" --backend cuda --dry-run "$tmp/noscaleb.deck" >"$tmp/noscaleb.out" 2>&1
+for t in gemm:kval-wgmma:fp8:scale-b gemm:cublas:fp8:scale-b; do
+  grep '^paths of gemm:' "$tmp/noscaleb.out" | grep -q "not reached: .*$t" || fail "without scale_b: $t not reported missing"
+done
 # Nor can these: without [gemm.waves] and [gemm.fp8waves] no CTA of kval-wgmma's mid, small or
 # FP8 tile goes round its persistent tile loop again; health.deck with one sequence in its
 # decode sections has no case whose sequence index matters.
@@ -74,7 +81,7 @@ done
 for t in fa2:kval-mma:q-tail fa2:kval-mma:k-tail fa2:kval-mma:k-blocks fa2:kval-wgmma:q-tail fa2:kval-wgmma:k-tail fa2:kval-wgmma:k-blocks \
   fa2:kval-mma:d64:fp16:fp32:causal fa2:kval-mma:d64:bf16:bf16:full \
   gemm:kval-mma:m-tail gemm:kval-mma:n-tail gemm:kval-mma:k-tail gemm:kval-mma:alpha gemm:kval-mma:beta gemm:kval-mma:fp16:fp32:nt gemm:kval-mma:fp16:fp32:tn \
-  gemm:kval-wgmma:alpha gemm:kval-wgmma:beta \
+  gemm:kval-wgmma:alpha gemm:kval-wgmma:beta gemm:kval-wgmma:fp8:scale-a gemm:kval-wgmma:fp8:scale-b \
   layernorm:fp16:fp32:peeled-8x1 layernorm:fp16:fp16:serial layernorm:rows-tail \
   rmsnorm:fp16:fp32:peeled-8x1 rmsnorm:bf16:bf16:serial rmsnorm:rows-tail \
   decode:single decode:split decode:ctx-tail decode:slab-tail decode:warps-idle decode:rows-partial decode:dist=large_logits \
