@@ -16,6 +16,7 @@
 #include <cstring>
 #include <unistd.h>
 
+#include "core/cuda_check.cuh"
 #include "families/decode/decode_kernels.cuh"
 extern "C" {
 #include "families/ref_threads.h"
@@ -24,13 +25,10 @@ extern "C" {
 }
 #include "tests/unit/test_util.h"
 
+/* A failed CUDA call (reported by kval's CHECK_CUDA: rank, host, file, line) ends the test. */
 #define CU(call)                                                                                \
   do {                                                                                          \
-    const cudaError_t e_ = (call);                                                              \
-    if (e_ != cudaSuccess) {                                                                    \
-      printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));        \
-      return 1;                                                                                 \
-    }                                                                                           \
+    if (CHECK_CUDA(call) != KV_OK) return 1;                                                    \
   } while (0)
 
 /* out[x] = widen_pair<KV, S>(x): the two values of the byte pair x (low byte first). */
