@@ -54,6 +54,12 @@ void kv_tag(char *buf, size_t n, const char *fmt, ...) __attribute__((format(pri
 /* Enumeration helper of path_tag: when *i is 0, write the tag into buf and return 1, else
  * count *i down and return 0. */
 int kv_tag_at(int *i, char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The attention families' path rule `batch-stride`: several sequences and several heads, not as
+ * many of each, so a sequence's stride of a [batch, seqlen, heads, ...] tensor written with the
+ * batch count where the head count belongs is wrong (right wherever batch is 1 or equals heads). */
+static inline int kv_batch_stride_path(long long batch, long long heads) {
+  return batch > 1 && heads > 1 && batch != heads;
+}
 
 /* A reference's row list: present when n_rows > 0 and every row below total_rows; else
  * reported (naming the family) and KV_ERR. */

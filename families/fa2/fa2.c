@@ -155,7 +155,7 @@ static void fa2_path(const kv_case *c, char *b, size_t n) {
   if (kv_case_param(c, "scale") > 0) kv_tag(b, n, "fa2:%s:scale=set", v);
   kv_fa2_dims dims;
   kv_fa2_dims_of(c, &dims);
-  if (dims.batch > 1 && dims.heads > 1 && dims.batch != dims.heads) kv_tag(b, n, "fa2:%s:batch-stride", v);
+  if (kv_batch_stride_path(dims.batch, dims.heads)) kv_tag(b, n, "fa2:%s:batch-stride", v);
   kv_tag(b, n, "fa2:%s:dist=%s", v, kv_case_str(c, "dist"));
 }
 

@@ -167,7 +167,7 @@ static void fa2bwd_path(const kv_case *c, char *b, size_t n) {
   if (kv_case_param(c, "scale") > 0) kv_tag(b, n, "fa2bwd:%s:scale=set", v);
   kv_fa2bwd_dims dims;
   kv_fa2bwd_dims_of(c, &dims);
-  if (dims.batch > 1 && dims.heads > 1 && dims.batch != dims.heads) kv_tag(b, n, "fa2bwd:%s:batch-stride", v);
+  if (kv_batch_stride_path(dims.batch, dims.heads)) kv_tag(b, n, "fa2bwd:%s:batch-stride", v);
   kv_tag(b, n, "fa2bwd:%s:dist=%s", v, kv_case_str(c, "dist"));
 }
 
