@@ -5,7 +5,7 @@
 # bench/peer_timing.py), and print the side-by-side tables last (bench/side_by_side.py).
 #   bash bench/device_run.sh fa2|gemm|norm|decode|all
 #   fa2   families/fa2/bench/fa2_bench bench and ladder, families/fa2/bench/peers.py (SDPA)
-#   gemm  families/gemm/bench/gemm_bench bench and ladder (the peer is cuBLAS, variant cublas)
+#   gemm  families/gemm/bench/gemm_bench bench, ladder and ladder-fp8 (the peer is cuBLAS, variant cublas)
 #   norm  families/norm/bench/norm_bench bench and configs, families/norm/bench/peers.py
 #   decode families/decode/bench/decode_bench bench and pages, families/decode/bench/peers.py
 # Environment: OUT (default /tmp/kval-bench): the CSV files and logs; KVAL_BUILD (default
@@ -92,7 +92,7 @@ for f in $families; do
     gemm) drive gemm bench 120; continue ;; esac
   case $f in
     fa2) drive fa2 bench 180; drive fa2 ladder 90 1; peers fa2 120 ;;
-    gemm) drive gemm bench 120; drive gemm ladder 150 1 ;;
+    gemm) drive gemm bench 120; drive gemm ladder 150 1; drive gemm ladder-fp8 60 1 ;;
     norm) drive norm bench 60; drive norm configs 120 1; peers norm 60 ;;
     decode) drive decode bench 60; drive decode pages 40 1; peers decode 60 ;;
   esac
@@ -113,7 +113,8 @@ for f in $families; do
     fa2)
       table "$OUT/fa2_bench.csv" "$OUT/fa2_peers.csv" --ratio-to sdpa-flash --ratio-to sdpa-cudnn
       table "$OUT/fa2_ladder.csv" ;;
-    gemm) table "$OUT/gemm_bench.csv" --ratio-to cublas; table "$OUT/gemm_ladder.csv" --ratio-to cublas ;;
+    gemm) table "$OUT/gemm_bench.csv" --ratio-to cublas; table "$OUT/gemm_ladder.csv" --ratio-to cublas
+      table "$OUT/gemm_ladder-fp8.csv" --ratio-to cublas ;;
     norm) table "$OUT/norm_bench.csv" "$OUT/norm_peers.csv" --ratio-to torch --ratio-to copy; table "$OUT/norm_configs.csv" --best ;;
     decode) table "$OUT/decode_bench.csv" "$OUT/decode_peers.csv" --ratio-to gather+sdpa --ratio-to sdpa; table "$OUT/decode_pages.csv" ;;
   esac

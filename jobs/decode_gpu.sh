@@ -21,20 +21,7 @@ export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-
 export top_srcdir="$ROOT"
 : > "$OUT/steps.txt"
 
-# step NAME LIMIT CMD...: CMD with its output in $OUT/NAME.log, under min(LIMIT, time left).
-step() {
-  local name=$1 limit=$2 left=$((DEADLINE - SECONDS)) t0=$SECONDS rc
-  shift 2
-  [ "$left" -lt "$limit" ] && limit=$left
-  if [ "$limit" -le 0 ]; then
-    echo "$name 124 0 (no time left)" >> "$OUT/steps.txt"
-    return 124
-  fi
-  timeout -s TERM "$limit" "$@" > "$OUT/$name.log" 2>&1
-  rc=$?
-  echo "$name $rc $((SECONDS - t0))" >> "$OUT/steps.txt"
-  return $rc
-}
+. "$ROOT/jobs/gpu_steps.sh" # step NAME LIMIT CMD...
 
 # The build as one command (timeout runs commands, not shell functions).
 BUILD="cd '$ROOT' && { [ -x configure ] || ./bootstrap; } && mkdir -p '$B' && cd '$B' &&

@@ -4,8 +4,8 @@
  * and 4-D tile loads (cp.async.bulk.tensor completing on an mbarrier) and stores with their
  * bulk groups, proxy fence and named barrier, the wgmma shared-memory matrix descriptor for
  * 128-byte swizzled tiles, wgmma.mma_async m64nNk16 (N = 256, 128, 64) and m64n8k16 (fp32
- * accumulators for fp16/bf16 inputs, fp16 accumulators for fp16 inputs), m64n128k32 (fp32
- * accumulators for e4m3/e5m2 inputs) and setmaxnreg; on the host, kv::tma_encode_fn, the
+ * accumulators for fp16/bf16 inputs, fp16 accumulators for fp16 inputs), m64nNk32 (N = 256, 128;
+ * fp32 accumulators for e4m3/e5m2 inputs) and setmaxnreg; on the host, kv::tma_encode_fn, the
  * driver's cuTensorMapEncodeTiled. The shared-memory address helper is sm80.cuh's. */
 #ifndef KVAL_DEVICE_SM90_CUH
 #define KVAL_DEVICE_SM90_CUH
@@ -225,23 +225,29 @@ __device__ __forceinline__ void wgmma_m64nNk16_f16(uint32_t (&d)[N / 4], uint64_
 #undef KV_WG_SS_IN
 #undef KV_WG_SS
 
-/* d (+)= A B for a 64 x 128 x 32 step of FP8 inputs (T __nv_fp8_e4m3 or __nv_fp8_e5m2, both
- * operands), fp32 accumulators; A and B K-major (FP8 wgmma has no transpose). */
-template <class T>
-__device__ __forceinline__ void wgmma_m64n128k32_f32(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  if constexpr (std::is_same<T, __nv_fp8_e4m3>::value) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " KV_WG_REGS64 ", %64, %65, p, 1, 1;\n}\n"
-                 : KV_WG_F64
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-  } else {
-    static_assert(std::is_same<T, __nv_fp8_e5m2>::value, "FP8 wgmma takes e4m3 or e5m2");
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2 " KV_WG_REGS64 ", %64, %65, p, 1, 1;\n}\n"
-                 : KV_WG_F64
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-  }
+/* d (+)= A B for a 64 x N x 32 step of FP8 inputs (T __nv_fp8_e4m3 or __nv_fp8_e5m2, both
+ * operands), N = 256 or 128, fp32 accumulators (N / 2 a thread); A and B K-major (FP8 wgmma has
+ * no transpose). KV_WG_FP8 spells the instruction with its operand numbers: descriptors DA, DB
+ * and the accumulate flag P. */
+#define KV_WG_FP8(SHAPE_TYPES, REGS, DA, DB, P) \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %" #P ", 0;\nwgmma.mma_async.sync.aligned." SHAPE_TYPES " " REGS ", %" #DA ", %" #DB ", p, 1, 1;\n}\n"
+#define KV_WG_FP8_IN "l"(desc_a), "l"(desc_b), "r"(accumulate)
+template <class T, int N>
+__device__ __forceinline__ void wgmma_m64nNk32_f32(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  static_assert(N == 256 || N == 128, "FP8 wgmma wrappers: N = 256, 128");
+  constexpr bool E4M3 = std::is_same<T, __nv_fp8_e4m3>::value;
+  static_assert(E4M3 || std::is_same<T, __nv_fp8_e5m2>::value, "FP8 wgmma takes e4m3 or e5m2");
+  if constexpr (N == 256 && E4M3)
+    asm volatile(KV_WG_FP8("m64n256k32.f32.e4m3.e4m3", KV_WG_REGS128, 128, 129, 130) : KV_WG_F128 : KV_WG_FP8_IN);
+  else if constexpr (N == 256)
+    asm volatile(KV_WG_FP8("m64n256k32.f32.e5m2.e5m2", KV_WG_REGS128, 128, 129, 130) : KV_WG_F128 : KV_WG_FP8_IN);
+  else if constexpr (E4M3)
+    asm volatile(KV_WG_FP8("m64n128k32.f32.e4m3.e4m3", KV_WG_REGS64, 64, 65, 66) : KV_WG_F64 : KV_WG_FP8_IN);
+  else
+    asm volatile(KV_WG_FP8("m64n128k32.f32.e5m2.e5m2", KV_WG_REGS64, 64, 65, 66) : KV_WG_F64 : KV_WG_FP8_IN);
 }
+#undef KV_WG_FP8_IN
+#undef KV_WG_FP8
 
 /* d (+)= A B for a 64 x 8 x 16 step, fp32 accumulators, A (64 x 16) and B (8 x 16) K-major
  * from shared memory: the single-warpgroup instruction of the tensor-core probes. */

@@ -177,7 +177,7 @@ static const kv_coord_desc gemm_coords[] = {
     {NULL, NULL, NULL, NULL}};
 
 /* The kernel path from the rules the dispatcher calls (gemm_limits.h): the instantiation, the
- * wgmma tile (large, mid or small by the tiles a wave of SMs takes; FP8 has one tile) and
+ * wgmma tile (large, mid or small by the tiles a wave of SMs takes; FP8 wide or promoting) and
  * epilogue (K split, TMA store or direct), whether a persistent CTA goes round its tile loop
  * again (more tiles and splits than SMs: the second tile starts on the ring's carried stage and
  * phase and reuses the accumulators and the epilogue's staging), the mma load path, partial
@@ -196,8 +196,9 @@ static void gemm_path(const kv_case *c, char *b, size_t n) {
   const char *tile = fp8 ? "fp8:" : ""; /* FP8 tiles and epilogue are tagged apart */
   if (var == KV_GEMM_WGMMA && fp8) {
     kv_tag(b, n, "gemm:%s:fp8:%s", v, kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
-    bm = KV_GEMM_FP8_BM, bn = KV_GEMM_FP8_BN, bk = KV_GEMM_FP8_BK;
-    if (kv_gemm_tiles(m, nn, bm, bn) > KV_GEMM_PATH_SMS) kv_tag(b, n, "gemm:%s:fp8:second-tile", v);
+    bm = KV_GEMM_FP8_BM, bn = kv_gemm_fp8_bn(m, nn, kv_case_int(c, "promote"), KV_GEMM_PATH_SMS), bk = KV_GEMM_FP8_BK;
+    kv_tag(b, n, "gemm:%s:fp8:tile%lldx%lld", v, bm, bn);
+    if (kv_gemm_tiles(m, nn, bm, bn) > KV_GEMM_PATH_SMS) kv_tag(b, n, "gemm:%s:fp8:tile%lldx%lld:second-tile", v, bm, bn);
   } else if (var == KV_GEMM_WGMMA) {
     long long kb_per;
     const int splits = kv_gemm_wgmma_splits(m, nn, k, c->prec, KV_GEMM_PATH_SMS, &kb_per);
@@ -231,7 +232,8 @@ static int gemm_path_tag(int i, char *b, size_t n) {
   static const char *const mma[] = {"vector-loads", "scalar-loads", "m-tail", "n-tail", "k-tail", NULL};
   static const char *const none[] = {NULL};
   static const char *const fp8[] = {"promoted", "fast-accum", "scale-a", "scale-b", NULL};
-  static const char *const wgmma_fp8[] = {"tma-store", "direct-store", "second-tile", "m-tail", "n-tail", "k-tail", NULL};
+  static const char *const wgmma_fp8[] = {"tma-store", "direct-store", "m-tail", "n-tail", "k-tail", NULL};
+  static const long long fp8_bn[] = {KV_GEMM_FP8_BN, KV_GEMM_FP8_WIDE_BN, 0};
   for (int v = 0; gemm_variants[v]; v++) {
     const int var = kv_gemm_variant_of(gemm_variants[v]);
     for (int p = 0; kv_precision_pairs[p]; p++)
@@ -256,9 +258,14 @@ static int gemm_path_tag(int i, char *b, size_t n) {
     if (var != KV_GEMM_MMA)
       for (int w = 0; fp8[w]; w++)
         if (kv_tag_at(&i, b, n, "gemm:%s:fp8:%s", gemm_variants[v], fp8[w])) return 1;
-    if (var == KV_GEMM_WGMMA)
+    if (var == KV_GEMM_WGMMA) {
       for (int w = 0; wgmma_fp8[w]; w++)
         if (kv_tag_at(&i, b, n, "gemm:%s:fp8:%s", gemm_variants[v], wgmma_fp8[w])) return 1;
+      for (int t = 0; fp8_bn[t]; t++)
+        if (kv_tag_at(&i, b, n, "gemm:%s:fp8:tile%dx%lld", gemm_variants[v], KV_GEMM_FP8_BM, fp8_bn[t]) ||
+            kv_tag_at(&i, b, n, "gemm:%s:fp8:tile%dx%lld:second-tile", gemm_variants[v], KV_GEMM_FP8_BM, fp8_bn[t]))
+          return 1;
+    }
     if (kv_tag_at(&i, b, n, "gemm:%s:alpha", gemm_variants[v]) || kv_tag_at(&i, b, n, "gemm:%s:beta", gemm_variants[v])) return 1;
     for (int d = 0; gemm_dists[d]; d++)
       if (kv_tag_at(&i, b, n, "gemm:%s:dist=%s", gemm_variants[v], gemm_dists[d])) return 1;

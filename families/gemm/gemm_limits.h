@@ -33,6 +33,8 @@ enum kv_gemm_variant { KV_GEMM_WGMMA = 0, KV_GEMM_MMA = 1, KV_GEMM_CUBLAS = 2 };
 static inline long long kv_gemm_tiles(long long m, long long n, long long bm, long long bn) {
   return ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
 }
+/* Tiles enough to fill at least 90 % of one wave of SMs (kval-wgmma's tile choices). */
+static inline int kv_gemm_fills_wave(long long tiles, int sms) { return tiles * 10 >= 9LL * sms; }
 /* The rows and columns of kval-wgmma's 16-bit tile t (large, mid, small); path tags name a
  * tile `tile<rows>x<columns>`. */
 enum kv_gemm_wgmma_tile_id { KV_GEMM_TILE_LARGE = 0, KV_GEMM_TILE_MID = 1, KV_GEMM_TILE_SMALL = 2 };
@@ -48,7 +50,7 @@ static inline int kv_gemm_wgmma_tile(long long m, long long n, int sms, long lon
   int t = KV_GEMM_TILE_LARGE;
   for (;; ++t) {
     kv_gemm_wgmma_tile_dims(t, bm, bn);
-    if (t == KV_GEMM_TILE_SMALL || kv_gemm_tiles(m, n, *bm, *bn) * 10 >= 9LL * sms) return t;
+    if (t == KV_GEMM_TILE_SMALL || kv_gemm_fills_wave(kv_gemm_tiles(m, n, *bm, *bn), sms)) return t;
   }
 }
 /* kval-wgmma splits K when even its small tile leaves half the SMs idle or more (fp32
@@ -97,11 +99,21 @@ static inline int kv_gemm_variant_of(const char *name) {
  * accumulate before the partial sum is added into fp32 registers; 0 = never (the whole K in
  * the tensor-core accumulator, cuBLASLt's "fast accumulation"). kval-wgmma promotes at its
  * k-block boundaries (multiples of KV_GEMM_FP8_BK); cublas with promote > 0 runs with fast
- * accumulation off, promoting at an interval cuBLASLt does not publish. kval-wgmma's FP8 tile is
- * KV_GEMM_FP8_BM x KV_GEMM_FP8_BN x KV_GEMM_FP8_BK (one configuration, gemm_traits.h). */
+ * accumulation off, promoting at an interval cuBLASLt does not publish. kval-wgmma's FP8 tiles
+ * are KV_GEMM_FP8_BM x KV_GEMM_FP8_BN x KV_GEMM_FP8_BK (the one that can promote: a second set of
+ * fp32 registers beside the accumulators) and KV_GEMM_FP8_BM x KV_GEMM_FP8_WIDE_BN x
+ * KV_GEMM_FP8_BK (never promotes: its accumulators take the registers), gemm_traits.h. */
 #define KV_GEMM_FP8_BM 128
 #define KV_GEMM_FP8_BN 128
+#define KV_GEMM_FP8_WIDE_BN 256
 #define KV_GEMM_FP8_BK 128
+/* kval-wgmma's FP8 tile columns: the wide tile when the problem never promotes and its wide tiles
+ * fill at least 90 % of one wave of SMs, else the promoting tile. */
+static inline long long kv_gemm_fp8_bn(long long m, long long n, long long promote, int sms) {
+  return promote == 0 && kv_gemm_fills_wave(kv_gemm_tiles(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_WIDE_BN), sms)
+             ? KV_GEMM_FP8_WIDE_BN
+             : KV_GEMM_FP8_BN;
+}
 static inline const char *kv_gemm_fp8_unsupported(int variant, long long m, long long n, long long k, int a_t,
                                                   int b_t, kv_precision p, long long promote) {
   if (p.accum != KV_FP32) return "gemm: FP8 storage accumulates in fp32 (e4m3:fp32, e5m2:fp32)";

@@ -3,10 +3,10 @@
  * thread) streams A and B k-blocks with TMA into a STAGES-deep ring of 128-byte swizzled
  * shared-memory tiles, each stage guarded by a "full" mbarrier (TMA transaction bytes) and an
  * "empty" mbarrier (one arrival per consumer warp); CONSUMERS consumer warpgroups run
- * wgmma.mma_async m64nBNk16 (fp16/bf16) or m64n128k32 (FP8) on their 64-row slices, keeping
+ * wgmma.mma_async m64nBNk16 (fp16/bf16) or m64nBNk32 (FP8) on their 64-row slices, keeping
  * one k-block in flight, and hand D = alpha acc + beta C to a TMA store through a swizzled
  * shared-memory buffer (or store it from registers when N is not a multiple of 8). FP8 adds
- * the wgmma accumulators into fp32 registers at the promotion interval. setmaxnreg moves
+ * the wgmma accumulators into fp32 registers at the promotion interval (the tiles that promote). setmaxnreg moves
  * registers from the producer to the consumers. Tails: TMA zero-fills loads and clips stores
  * at the matrix edge. Layouts: A K-major (letter n) or M-major (t), B N-major (n) or K-major
  * (t), through wgmma's transpose bits (FP8: nt only). Host side: a problem is prepared once
@@ -43,9 +43,11 @@ __device__ __forceinline__ void grouped_tile(int t, int tiles_m, int tiles_n, in
 }
 
 /* Accumulators of one consumer warpgroup (64 x BN) for each accumulation mode: zero-free
- * start (the first k-step overwrites), one k-block of wgmma, and the epilogue. FP8: T of one
- * byte, ACC KV_FP32, with the promotion interval. */
-template <class Tr, class T, kv_dtype ACC, int AT, int BT, bool FP8 = sizeof(T) == 1> struct wgmma_acc;
+ * start (the first k-step overwrites), one k-block of wgmma, and the epilogue. PROMOTED: FP8 (T
+ * of one byte, ACC KV_FP32) on a tile that promotes, with the promotion interval; FP8 on a tile
+ * that never promotes is the plain fp32 accumulator. */
+template <class Tr, class T, kv_dtype ACC, int AT, int BT, bool PROMOTED = sizeof(T) == 1 && Tr::PROMOTES>
+struct wgmma_acc;
 
 /* Descriptors of k-step j of a stage: A K-major steps 32 bytes along its swizzled rows,
  * M-major KSTEP rows of 128 bytes; likewise B. */
@@ -60,12 +62,12 @@ template <class Tr, int AT, int BT> struct wgmma_descs {
   }
 };
 
-/* d (+)= one k-step with fp32 accumulators: m64nBNk16 (16-bit T), m64n128k32 (FP8 T). */
+/* d (+)= one k-step with fp32 accumulators: m64nBNk16 (16-bit T), m64nBNk32 (FP8 T). */
 template <class Tr, class T, int AT, int BT>
 __device__ __forceinline__ void wgmma_step_f32(float (&d)[Tr::BN / 2], uint64_t da, uint64_t db, int accumulate) {
   if constexpr (Tr::ELEM == 1) {
     static_assert(!AT && BT, "FP8 wgmma takes K-major A and B only (layout nt)");
-    ptx::wgmma_m64n128k32_f32<T>(d, da, db, accumulate);
+    ptx::wgmma_m64nNk32_f32<T, Tr::BN>(d, da, db, accumulate);
   } else {
     ptx::wgmma_m64nNk16_f32<T, Tr::BN, AT, !BT>(d, da, db, accumulate);
   }
@@ -328,7 +330,7 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
     /* This consumer's 64-row slice of the A stage: rows 64c.. (K-major) or chunk c (M-major). */
     const uint32_t a_off = AT ? c * Tr::SWIZZLE_ELEMS * Tr::BK * Tr::ELEM : c * 64 * 128;
     kv_gemm::wgmma_acc<Tr, T, ACC, AT, BT> acc;
-    if constexpr (sizeof(T) == 1) acc.per = promote_kblocks;
+    if constexpr (sizeof(T) == 1 && Tr::PROMOTES) acc.per = promote_kblocks;
     for (int t = blockIdx.x; t < n_items; t += gridDim.x) {
       int tm, tn;
       kv_gemm::grouped_tile<Tr::GROUP_M>(t % n_tiles, tiles_m, tiles_n, tm, tn);
@@ -439,6 +441,11 @@ static kv_status kv_wgmma_resources_of(const kv_gemm_problem *, kv_kernel_resour
  * is kept; otherwise one split of every k-block. */
 template <class Tr, class T, kv_dtype ACC, int AT, int BT> static kv_status kv_wgmma_prepare_layout(kv_gemm_problem *pr) {
   const kv_gemm_args &g = pr->g;
+  if (sizeof(T) == 1 && !Tr::PROMOTES && g.promote != 0) {
+    kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma: the FP8 %dx%d tile never promotes (promote %d needs the %dx%d tile)",
+              Tr::BM, Tr::BN, g.promote, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN);
+    return KV_ERR;
+  }
   if (AT)
     KV_TRY(kv_wgmma_map<T>(&pr->map_a, g.a, g.m, g.k, Tr::SWIZZLE_ELEMS, Tr::BK));
   else
@@ -481,13 +488,16 @@ template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_prepare_as(
   return KV_ERR;
 }
 
-/* The family's configuration: FP8 kv_wgmma_fp8_traits, layout nt (the only one the support
- * rule lets through); else the tile kv_gemm_wgmma_tile names for the problem and the SM count:
+/* The family's configuration: FP8 kv_wgmma_fp8_wide_traits or kv_wgmma_fp8_traits, whichever
+ * kv_gemm_fp8_bn names for the problem, the promotion interval and the SM count, layout nt (the
+ * only one the support rule lets through); else the tile kv_gemm_wgmma_tile names for the problem and the SM count:
  * kv_wgmma_traits, kv_wgmma_mid_traits or kv_wgmma_small_traits, and the splits of K that
  * kv_gemm_wgmma_splits names, with their fp32 workspace (freed by kv_gemm_release). */
 template <kv_dtype STORE, kv_dtype ACC> kv_status kv_gemm_wgmma_prepare(kv_gemm_problem *pr) {
   typedef kv_gemm::storage_t<STORE> T;
   if constexpr (sizeof(T) == 1) {
+    if (kv_gemm_fp8_bn(pr->g.m, pr->g.n, pr->g.promote, pr->sms) == KV_GEMM_FP8_WIDE_BN)
+      return kv_wgmma_prepare_layout<kv_wgmma_fp8_wide_traits, T, ACC, 0, 1>(pr);
     return kv_wgmma_prepare_layout<kv_wgmma_fp8_traits, T, ACC, 0, 1>(pr);
   } else {
     long long bm, bn, kb_per;

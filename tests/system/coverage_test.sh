@@ -7,7 +7,8 @@
 # tags must be exactly the declared ones (no tag a family forgot to declare); a deck without
 # [gemm.scale] must be reported as missing alpha and beta, one without scale_b as missing FP8's
 # scale of B; default.deck's named path sections
-# must be fleet.deck's, verbatim; without [gemm.waves] the persistent GEMM's second tile and
+# must be fleet.deck's, verbatim; without [gemm.waves] the persistent GEMM's second tile (and
+# without [gemm.fp8wide] the wide FP8 tile) and
 # with one sequence health.deck's decode batch index, with as many heads as sequences fa2's
 # and fa2bwd's sequence strides must be reported missing; smoke.deck must
 # reach the cpu emulation's branches on the cpu backend. Environment (set by `make check`):
@@ -59,11 +60,12 @@ grep -q '^kernel paths: .* not reached' "$tmp/noscale.deck.out" || fail "without
 # With scale_b left at 1 no FP8 case shows a dropped scale of B.
 sed '/^scale_b = /d' "$top_srcdir/inputs/fleet.deck" >"$tmp/noscaleb.deck"
 missing "without scale_b" "$tmp/noscaleb.deck" gemm:kval-wgmma:fp8:scale-b gemm:cublas:fp8:scale-b
-# Without [gemm.waves] and [gemm.fp8waves] no CTA of kval-wgmma's mid, small or FP8 tile goes
-# round its persistent tile loop again.
-sed '/^\[gemm.waves\]/,/^$/d; /^\[gemm.fp8waves\]/,/^$/d' "$top_srcdir/inputs/fleet.deck" >"$tmp/nowaves.deck"
+# Without [gemm.waves], [gemm.fp8waves] and [gemm.fp8wide] no CTA of kval-wgmma's mid, small or
+# FP8 tiles goes round its persistent tile loop again, and nothing runs the wide FP8 tile.
+sed '/^\[gemm.waves\]/,/^$/d; /^\[gemm.fp8waves\]/,/^$/d; /^\[gemm.fp8wide\]/,/^$/d' "$top_srcdir/inputs/fleet.deck" >"$tmp/nowaves.deck"
 missing "without [gemm.waves]" "$tmp/nowaves.deck" gemm:kval-wgmma:tile128x128:second-tile \
-  gemm:kval-wgmma:tile64x128:second-tile gemm:kval-wgmma:fp8:second-tile
+  gemm:kval-wgmma:tile64x128:second-tile gemm:kval-wgmma:fp8:tile128x128:second-tile \
+  gemm:kval-wgmma:fp8:tile128x256 gemm:kval-wgmma:fp8:tile128x256:second-tile
 # health.deck with one sequence in its decode sections has no case whose sequence index matters.
 awk '/^\[/ { dec = index($0, "[decode") == 1 } dec && /^batch = / { $0 = "batch = 1" } 1' "$top_srcdir/inputs/health.deck" >"$tmp/onebatch.deck"
 missing "health.deck with batch 1 in its decode sections" "$tmp/onebatch.deck" decode:batch=many

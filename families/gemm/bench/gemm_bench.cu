@@ -1,17 +1,18 @@
 /* gemm_bench.cu - the gemm family's bench driver, on the bench harness (bench/harness.h): every
  * row is a kval case run, timed and validated as the job runs it; the peers are cuBLAS inside
  * kval itself (variant cublas, timed the same way).
- *   gemm_bench [bench|ladder|all] [--csv FILE] [--deck FILE] [--set run.KEY=VALUE]...
+ *   gemm_bench [bench|ladder|ladder-fp8|all] [--csv FILE] [--deck FILE] [--set run.KEY=VALUE]...
  * bench   cublas, kval-wgmma and kval-mma through the family's own dispatch on square shapes
  *         256 .. 8192 (nn), the skinny 16 x 8192 x 8192, 8192^3 with layouts tn and nt, in
  *         fp16:fp32, bf16:fp32, fp16:fp16 and bf16:bf16 (cuBLAS has no bf16 accumulation); FP8
  *         (nt, e4m3 beside cuBLASLt, e5m2) on 8192^3, 4096^3, 1024^3 and 16 x 8192 x 8192, never
  *         promoted and promoted every 512 products
- * ladder  the rungs of kval-wgmma's configuration ladders (gemm_ladder.h), nn, each on its
- *         precision and shapes, launched on the family's prepared problem (a launch override):
- *         the large-problem steps on bf16:fp32 8192^3, the small-problem tiles on problems of
- *         less than one wave of 128x256 tiles; cuBLAS on each precision and shape
- * all     both (the default). Exit 0 when every case passed, 1 otherwise, 77 without a GPU. */
+ * ladder  the 16-bit rungs of kval-wgmma's configuration ladders (gemm_ladder.h), nn, each on
+ *         its precision and shapes, launched on the family's prepared problem (a launch
+ *         override): the large-problem steps on bf16:fp32 8192^3, the small-problem tiles on
+ *         problems of less than one wave of 128x256 tiles; cuBLAS on each precision and shape
+ * ladder-fp8  the FP8 rungs the same way (e4m3, nt, never promoted; cuBLASLt)
+ * all     the three (the default). Exit 0 when every case passed, 1 otherwise, 77 without a GPU. */
 #include <stdio.h>
 #include <string.h>
 
@@ -62,8 +63,9 @@ kv_status rung_prepare(const void *problem, const void *arg, void **state, const
   const kv_gemm_problem *own = static_cast<const kv_gemm_problem *>(problem);
   kv_precision p;
   if (kv_precision_parse(step->precision, &p) != 0 || own->variant != KV_GEMM_WGMMA ||
-      own->g.prec.storage != p.storage || own->g.prec.accum != p.accum || own->g.a_t || own->g.b_t) {
-    *why = "gemm ladder: a rung takes a kval-wgmma nn problem of its own precision";
+      own->g.prec.storage != p.storage || own->g.prec.accum != p.accum || own->g.a_t ||
+      own->g.b_t != kv_dtype_is_fp8(p.storage)) {
+    *why = "gemm ladder: a rung takes a kval-wgmma problem of its own precision, layout nn (FP8: nt)";
     return KV_ERR;
   }
   kv_gemm_problem *pr = new (std::nothrow) kv_gemm_problem(*own); /* kval-wgmma: no cuBLASLt plan to share */
@@ -88,14 +90,22 @@ kv_status rung_resources(const void *state, kv_kernel_resources *r) {
 
 void rung_release(void *state) { delete static_cast<kv_gemm_problem *>(state); }
 
-/* Every rung on each of its shapes (gemm_ladder.h: the large-problem and small-problem
- * ladders), cuBLAS first on each precision and shape the ladder has not timed it on yet. */
-kv_status ladder(kv_bench *b) {
+/* Every 16-bit rung (fp8: every FP8 rung) on each of its shapes (gemm_ladder.h: the
+ * large-problem and small-problem ladders, the FP8 ladder), cuBLAS first on each precision and
+ * shape the ladder has not timed it on yet. */
+kv_status ladder_of(kv_bench *b, bool fp8) {
   char anchored[64][48];
   int n_anchored = 0;
   for (int i = 0; i < kv_gemm_ladder_count; ++i) {
     const kv_gemm_ladder_step &step = kv_gemm_ladder[i];
     const kv_cuda_launch_override ovr = {rung_prepare, rung_launch, rung_resources, rung_release, &step};
+    kv_precision p;
+    if (kv_precision_parse(step.precision, &p) != 0) {
+      kv_report(__FILE__, __LINE__, "gemm", "ladder step %s: precision '%s' does not parse", step.name, step.precision);
+      return KV_ERR;
+    }
+    if (fp8 != (kv_dtype_is_fp8(p.storage) != 0)) continue;
+    const char *layout = kv_dtype_is_fp8(p.storage) ? "nt" : "nn";
     printf("ladder %s %s: %s\n", step.name, step.precision, step.what);
     char shapes[256];
     snprintf(shapes, sizeof shapes, "%s", step.shapes);
@@ -107,17 +117,20 @@ kv_status ladder(kv_bench *b) {
       for (int j = 0; j < n_anchored && !seen; ++j) seen = strcmp(anchored[j], key) == 0;
       if (!seen && n_anchored < 64) {
         snprintf(anchored[n_anchored++], sizeof anchored[0], "%s", key);
-        KV_TRY(run(b, "cublas", step.precision, "nn", shape, nullptr, nullptr));
+        KV_TRY(run(b, "cublas", step.precision, layout, shape, nullptr, nullptr));
       }
-      KV_TRY(run(b, "kval-wgmma", step.precision, "nn", shape, step.name, &ovr));
+      KV_TRY(run(b, "kval-wgmma", step.precision, layout, shape, step.name, &ovr));
     }
   }
   return KV_OK;
 }
 
+kv_status ladder(kv_bench *b) { return ladder_of(b, false); }
+kv_status ladder_fp8(kv_bench *b) { return ladder_of(b, true); }
+
 }  // namespace
 
 int main(int argc, char **argv) {
-  static const kv_bench_command commands[] = {{"bench", bench}, {"ladder", ladder}, {nullptr, nullptr}};
+  static const kv_bench_command commands[] = {{"bench", bench}, {"ladder", ladder}, {"ladder-fp8", ladder_fp8}, {nullptr, nullptr}};
   return kv_bench_main("gemm", commands, argc, argv);
 }

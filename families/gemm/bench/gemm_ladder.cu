@@ -1,14 +1,16 @@
-/* gemm_ladder.cu - the rungs of kval-wgmma's configuration ladders (gemm_ladder.h), layout nn. */
+/* gemm_ladder.cu - the rungs of kval-wgmma's configuration ladders (gemm_ladder.h), layout nn
+ * (FP8: nt, the only one its wgmma takes). */
 #include "families/gemm/bench/gemm_ladder.h"
 #include "families/gemm/gemm_wgmma.cuh"
 
 template <class Tr, class T = __nv_bfloat16, kv_dtype ACC = KV_FP32>
 static kv_status rung(kv_gemm_problem *pr) {
-  return kv_wgmma_prepare_layout<Tr, T, ACC, 0, 0>(pr);
+  return kv_wgmma_prepare_layout<Tr, T, ACC, 0, sizeof(T) == 1>(pr);
 }
 
 #define LARGE "8192x8192x8192"
 #define SMALL "1024x1024x1024 2048x2048x2048 16x8192x8192 128x8192x8192 512x4096x4096"
+#define FP8 "8192x8192x8192 4096x4096x4096 2048x2048x2048"
 
 const kv_gemm_ladder_step kv_gemm_ladder[] = {
     {"c1_s4_g16_tile_reg", "1 consumer warpgroup (64x256), CTA per tile, register stores", "bf16:fp32", LARGE,
@@ -40,5 +42,14 @@ const kv_gemm_ladder_step kv_gemm_ladder[] = {
      rung<kv_wgmma_config<1, 12, 16, 1, 1, 2, 64>, __half, KV_FP16>},
     {"c2_s6_g16_persist_tma_n128", "128x128, 6 stages (kv_wgmma_mid_traits)", "fp16:fp16", SMALL,
      rung<kv_wgmma_mid_traits, __half, KV_FP16>},
+    /* FP8 never promoted (promote 0): the promoting tile against wide tiles without the promoted sum */
+    {"c2_s6_g16_persist_tma_n128", "FP8 128x128, 6 stages (kv_wgmma_fp8_traits)", "e4m3:fp32", FP8,
+     rung<kv_wgmma_fp8_traits, __nv_fp8_e4m3>},
+    {"c2_s3_g16_persist_tma", "FP8 128x256, 3 stages (kv_wgmma_fp8_wide_traits)", "e4m3:fp32", FP8,
+     rung<kv_wgmma_fp8_wide_traits, __nv_fp8_e4m3>},
+    {"c2_s4_g16_persist_reg", "FP8 128x256, 4 stages, register stores", "e4m3:fp32", FP8,
+     rung<kv_wgmma_config<2, 4, 16, 1, 0, 1, 256, 0>, __nv_fp8_e4m3>},
+    {"c2_s3_g8_persist_tma", "FP8 128x256, 3 stages, groups of 8 tile-rows", "e4m3:fp32", FP8,
+     rung<kv_wgmma_config<2, 3, 8, 1, 1, 1, 256, 0>, __nv_fp8_e4m3>},
 };
 const int kv_gemm_ladder_count = sizeof kv_gemm_ladder / sizeof kv_gemm_ladder[0];
