@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from . import stats
-from .io import case_frame, case_labels, family_axes, output_mask
+from .io import case_frame, case_labels, failure_mask, family_axes, output_mask
 
 SCHEMA_VERSION = 2
 TELEMETRY = ("sm_clock_min", "sm_clock_max", "temperature", "power", "throttle_reasons", "clock_flag")
@@ -304,11 +304,10 @@ def performance_check(runs, gpus, opts):
 
 
 def failure_check(runs, gpus):
-    """(rank, case) cells whose status fails the case (error, fail_*)."""
+    """(rank, case) cells whose status fails the case (io.failure_mask: error, fail_*)."""
     out = []
     for name, axes, frame in _frames(runs, ["status", "message", "max_bound_ratio", "n_nan", "n_inf", "time_median"]):
-        st = frame["status"].astype(str)
-        for _, row in frame[(st == "error") | st.str.startswith("fail")].iterrows():
+        for _, row in frame[failure_mask(frame["status"])].iterrows():
             out.append(dict(_gpu(gpus, row["gpu_key"], row["rank"]), family=name, case=case_dict(row, axes),
                             status=str(row["status"]), message=str(row.get("message", "")),
                             max_bound_ratio=py(row.get("max_bound_ratio", np.nan)),

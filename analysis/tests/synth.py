@@ -6,7 +6,8 @@ fleet fingerprint comparison and, for fa2bwd (asked for by name: not among the d
 families), the part statistics of dq, dk and dv. Values follow a simple error model (sqrt(K) * u growth) and
 roofline timing model with run-to-run jitter, a persistent per-GPU speed spread and recorded
 p10/p90 spread; faults (flipped fingerprints, slow ranks, failures, NaN outputs, cells never
-run) are injected on request so the analysis tests do not depend on the C code."""
+run, single-element error outliers, differing probe outcomes) and other deck parameters are
+injected on request so the analysis tests do not depend on the C code."""
 import hashlib
 import math
 
@@ -68,8 +69,10 @@ def gpu_uuid(host, local_rank):
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
-def _fingerprint(family, cell, seed):
-    h = hashlib.sha1(f"{family}/{cell}/{seed}".encode()).digest()
+def _fingerprint(family, cell, seed, params=None):
+    """A stable fingerprint per family, cell and seed (and, when given, the family's overridden
+    parameters: other parameters compute other bits)."""
+    h = hashlib.sha1(f"{family}/{cell}/{seed}{'/' + repr(sorted(params.items())) if params else ''}".encode()).digest()
     return int.from_bytes(h[:8], "little") | 1
 
 
@@ -191,7 +194,16 @@ def _fill_cell(out, idx, r, values, meas, rng, opts):
               "worst_index": p * (count // 3), "n_bias": count // 3}
         out["part_stats"][(r,) + idx + (p,)] = [pv[k] for k in PART_STATS]
     out["status"][(r,) + idx] = STATUS["pass"] if bound_ratio <= 1 else STATUS["fail_tolerance"]
-    fp = _fingerprint(opts["family"], idx, opts["seed"])
+    if "outcome" in out:  # a probe family's measured outcome (0 unless overridden) and its words
+        out["outcome"][(r,) + idx] = 0
+        for fam, sel, rr, value in opts["outcomes"]:
+            if rr == r and fam == opts["family"] and _select(values, sel):
+                out["outcome"][(r,) + idx] = value
+        out["message"][(r,) + idx] = f"outcome {out['outcome'][(r,) + idx]}".encode()
+    for fam, sel, rr, factor in opts["ulp_outliers"]:  # one element far off: max_ulp grows, rel_l2 does not
+        if rr == r and fam == opts["family"] and _select(values, sel):
+            out["max_ulp"][(r,) + idx] *= factor
+    fp = _fingerprint(opts["family"], idx, opts["seed"], opts["params"].get(opts["family"]))
     for fam, sel, rr, *part in opts["flips"]:
         if rr == r and fam == opts["family"] and _select(values, sel):
             fp ^= 1 << 17
@@ -246,6 +258,7 @@ def _fp_compare(out, device_names, nranks):
 
 def _write_family(f, family, nranks, rng, opts):
     spec = family_spec(family)
+    spec = dict(spec, params=dict(spec["params"], **opts["params"].get(family, {})))
     opts = dict(opts, parts=spec.get("parts", []))
     axes = [name for name, _ in spec["axes"]]
     grid = [vals for _, vals in spec["axes"]]
@@ -264,6 +277,8 @@ def _write_family(f, family, nranks, rng, opts):
     out["message"] = np.zeros(full, dtype="S96")
     out["hist"] = np.zeros(full + (len(HIST_BINS),), dtype=np.uint64)
     out["part_stats"] = np.full(full + (len(opts["parts"]), len(PART_STATS)), np.nan)
+    if any(o[0] == family for o in opts["outcomes"]):
+        out["outcome"] = np.full(full, -1, dtype=np.int32)
     n_valid = n_skipped = 0
     for flat, idx in enumerate(np.ndindex(*shape)):
         values = {a: grid[i][j] for i, (a, j) in enumerate(zip(axes, idx))}
@@ -303,6 +318,9 @@ def _write_family(f, family, nranks, rng, opts):
         _attach(d, scales)
     d = g.create_dataset("message", data=out["message"])
     _attach(d, scales)
+    if "outcome" in out:
+        d = g.create_dataset("outcome", data=out["outcome"])
+        _attach(d, scales)
     d = g.create_dataset("hist", data=out["hist"])
     _attach(d, scales + [hist_scale])
     if opts["parts"]:
@@ -325,17 +343,23 @@ def write_kval_file(path, nranks=4, gpus_per_host=2, host_prefix="node", familie
                     error_scale=1.0, time_factor=1.0, device_names=None, layout_version=3,
                     drop_root_attrs=(), drop_groups=(), fp_compare=True, fixed_strings=False,
                     creation_time="2026-11-30T08:00:00Z", noise_seed=1, jitter=0.004, gpu_spread=0.0,
-                    missing=0.0, all_nan=()):
+                    missing=0.0, all_nan=(), params=None, outcomes=(), complete=None, ulp_outliers=()):
     """Write one synthetic kval file. slow: {rank: factor}; case_slow: [(family, {axis: v}, rank,
     factor)]; flips: [(family, {axis: v}, rank[, part])]; failures: [(family, {axis: v}, rank, status,
     message)]; jitter: relative run-to-run noise of every time; gpu_spread: relative sigma of a
     persistent speed factor per GPU; missing: fraction of (rank, cell) results never written
-    (the file is then incomplete); all_nan: [(family, {axis: v})] cells whose output is all NaN."""
+    (the file is then incomplete, unless complete says otherwise: the root attribute complete,
+    1 or 0); all_nan: [(family, {axis: v})] cells whose output is all NaN; params: {family: {name:
+    value}} parameters other than the family's defaults (its fingerprints change with them);
+    outcomes: [(family, {axis: v}, rank, outcome)]: the family gets an `outcome` dataset (a
+    probe's measured outcome, 0 for every result unless named here); ulp_outliers: [(family,
+    {axis: v}, rank, factor)]: max_ulp of those cells times factor, the other errors unchanged."""
     rng = np.random.default_rng(noise_seed)
     opts = {"backend": backend, "mode": mode, "seed": seed, "slow": dict(slow or {}),
             "case_slow": list(case_slow), "flips": list(flips), "failures": list(failures),
             "error_scale": error_scale, "time_factor": time_factor, "device_names": device_names,
             "fp_compare": fp_compare, "jitter": jitter, "missing": missing, "all_nan": list(all_nan),
+            "params": dict(params or {}), "outcomes": list(outcomes), "ulp_outliers": list(ulp_outliers),
             "gpu_factor": 1.0 + gpu_spread * rng.standard_normal(nranks)}
     deck = "\n".join(f"[{fam}]\n" + "\n".join(f"{a} = {' '.join(map(str, v))}" for a, v in family_spec(fam)["axes"])
                      for fam in families) + "\n"
@@ -345,7 +369,7 @@ def write_kval_file(path, nranks=4, gpus_per_host=2, host_prefix="node", familie
                  "mpi_version": "Open MPI v4.1.6", "hdf5_version": "1.10.10", "cuda_runtime": "13.0",
                  "cuda_driver": "13.0", "slurm_job_id": "", "slurm_nodes": "", "backend": backend, "mode": mode,
                  "seed": np.uint64(seed), "nranks": np.int32(nranks), "hdf5_flavour": "serial",
-                 "layout_version": np.int32(layout_version), "complete": np.int64(0 if missing else 1),
+                 "layout_version": np.int32(layout_version), "complete": np.int64((0 if missing else 1) if complete is None else complete),
                  "status_names": ",".join(f"{v}={k}" for k, v in STATUS.items()), "Conventions": "CF-1.10"}
         for k, v in attrs.items():
             if k not in drop_root_attrs:

@@ -12,7 +12,7 @@ separated; in from/to `\\n` is a newline, `\\t` a tab, `\\\\` a backslash; `#` s
 line. Every error names TSV:line and the mutant."""
 import sys
 
-KINDS = ("cpu", "gpu", "cpu-gap", "gpu-study")
+KINDS = ("cpu", "gpu", "cpu-gap", "gpu-study", "analysis")
 
 
 def unescape(s, where):

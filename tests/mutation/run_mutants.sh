@@ -79,7 +79,8 @@ start=$(date +%s)
 
 # the selected mutants, checked against the source tree before anything is built
 py() { "${PYTHON:-python3}" "$here/mutate.py" "$@"; }
-mapfile -t sel < <(py list "$tsv" --kind "$kind" ${only:+--only "$only"}) || exit 2
+# (the analysis kind is run_analysis_mutants.sh's: no kval run judges it)
+mapfile -t sel < <(py list "$tsv" --kind "$kind" ${only:+--only "$only"} | awk -F'\t' '$3 != "analysis"') || exit 2
 [ ${#sel[@]} -gt 0 ] || die "no mutant of kind '$kind'${only:+ among --only $only}"
 py check "$tsv" "$src" --kind "$kind" ${only:+--only "$only"} || die "stale mutants (above): update $tsv"
 
