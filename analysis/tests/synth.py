@@ -14,7 +14,7 @@ import math
 import h5py
 import numpy as np
 
-STATUS = {"not_run": 0, "pass": 1, "fail_tolerance": 2, "fail_nonfinite": 3, "skipped": 4, "error": 5}
+STATUS = {"not_run": 0, "pass": 1, "fail_tolerance": 2, "fail_nonfinite": 3, "skipped": 4, "error": 5, "inaccurate": 6}
 UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24}
 STORAGE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 HIST_BINS = np.array([-np.inf, -13.0] + [float(e) for e in range(-12, 4)] + [4.0, np.nan])

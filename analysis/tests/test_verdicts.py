@@ -1,17 +1,22 @@
-"""test_verdicts.py - the edges of the fleet and baseline verdicts that a plausible bug in
-analysis/ would cross unseen (each test kills one or more `analysis` mutants of
+"""test_verdicts.py - the edges of the fleet, baseline and precision-study verdicts that a
+plausible bug in analysis/ would cross unseen (each test kills one or more `analysis` mutants of
 tests/mutation/mutants.tsv, run by tests/mutation/run_analysis_mutants.sh): two GPUs that
 disagree are both named (fingerprints, probe outcomes); runs of other parameters are not
 compared; a GPU fails on performance only when its whole interval is above the threshold, at the
 family-wise level, and (three GPUs or more) as an outlier of its model; an error status is a
 failure; a split-mode file that lacks results is incomplete though it says complete; one
-element's growth of max_ulp against the baseline is an error change; and the statistics
-underneath (median interval, SAME within the noise, failure statuses) on hand-computed values."""
+element's growth of max_ulp against the baseline is an error change; in the precision study the
+median rank stands for a case, a precision that fails reads "fails" even with findings too, the
+accumulator comparison runs from the wider accumulator; and the statistics underneath (median
+interval, SAME within the noise, failure statuses, growth fits with per-stratum intercepts and
+Student's t) on hand-computed values."""
 import numpy as np
+from scipy import stats as sps
 
 import synth
-from kval_analysis import fleet, stats
-from kval_analysis.io import failure_mask, load
+from kval_analysis import fleet, precision, stats
+from kval_analysis.cases import family_frame
+from kval_analysis.io import family_axes, failure_mask, load
 
 GEMM_CELL = {"variant": "kval-mma", "precision": "bf16:fp32", "shape": "512x512x1024"}
 
@@ -152,3 +157,56 @@ def test_compare_states_against_the_noise():
 def test_failure_statuses():
     st = ["error", "fail_tolerance", "fail_bias", "fail_nondeterministic", "pass", "inaccurate", "skipped", "not_run"]
     assert list(failure_mask(st)) == [True, True, True, True, False, False, False, False]
+
+
+def _summary(path):
+    runs = load([path])
+    frames = {n: (family_frame(ds), family_axes(ds)) for n, ds in runs.families.items()}
+    return precision.summary_table(frames, precision._typical(frames)), frames
+
+
+def test_the_median_rank_stands_for_a_case(make_file):
+    # One case fails on two of three GPUs: the study counts it failed (the best GPU does not speak for it).
+    cell = {"precision": "bf16:fp32", "rows": 1024, "hidden": 4096, "dist": "normal"}
+    fails = [("rmsnorm", cell, r, "fail_tolerance", "bound ratio 1.5") for r in (0, 2)]
+    summary, _ = _summary(make_file("maj.h5", nranks=3, families=("rmsnorm",), failures=fails))
+    row = summary[summary["precision"] == "bf16:fp32"].iloc[0]
+    assert row["fail"] == 1 and row["within tolerance"].startswith("fails")
+
+
+def test_a_precision_that_fails_reads_fails_beside_its_findings(make_file):
+    fp16 = {"precision": "fp16:fp16", "rows": 1024, "dist": "normal"}
+    marks = [("layernorm", dict(fp16, hidden=4096), r, "fail_tolerance", "bound ratio 2") for r in range(2)]
+    marks += [("layernorm", dict(fp16, hidden=256), r, "inaccurate", "outside the bound, within the model")
+              for r in range(2)]
+    summary, _ = _summary(make_file("both.h5", nranks=2, families=("layernorm",), failures=marks))
+    row = summary[summary["precision"] == "fp16:fp16"].iloc[0]
+    assert (row["fail"], row["inaccurate"]) == (1, 1)
+    assert row["within tolerance"] == "fails where hidden in {4096}; dist in {normal}"
+
+
+def test_the_accumulator_comparison_starts_from_the_wider_accumulator(make_file):
+    _, frames = _summary(make_file("acc.h5", nranks=2, families=("gemm",)))
+    pairs = precision.pair_table(frames, precision._typical(frames))
+    acc = pairs[pairs["effect"] == "accumulator"]
+    assert sorted(zip(acc["baseline"], acc["compared"])) == [("bf16:fp32", "bf16:bf16"), ("fp16:fp32", "fp16:fp16")]
+    assert (acc["median ratio"] > 1).all()  # the narrower accumulator's error is the larger
+
+
+def test_growth_fit_with_strata_and_t_interval():
+    # Two strata, each exactly sqrt(x), over different x and ten times apart (the larger x the
+    # smaller level, as a deck's larger shapes in a better-conditioned setting): per-stratum
+    # intercepts give 0.5 exactly; one intercept would fit a flatter law.
+    x = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0])
+    y = np.sqrt(x) * np.repeat([10.0, 1.0], 4)
+    fit = stats.growth_fit(x, y, strata=np.repeat(["a", "b"], 4))
+    assert abs(fit["exponent"] - 0.5) < 1e-12 and fit["strata"] == 2 and fit["dof"] == 5
+    # One stratum, four noisy points: the interval is Student's t (2 degrees of freedom) times the
+    # slope's standard error, as scipy's linregress computes them on the logs.
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    y = np.array([1.0, 1.5, 1.9, 3.1])
+    fit = stats.growth_fit(x, y)
+    lr = sps.linregress(np.log(x), np.log(y))
+    half = sps.t.ppf(0.975, 2) * lr.stderr
+    assert abs(fit["exponent"] - lr.slope) < 1e-12
+    assert abs(fit["low"] - (lr.slope - half)) < 1e-12 and abs(fit["high"] - (lr.slope + half)) < 1e-12
