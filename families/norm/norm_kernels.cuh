@@ -179,6 +179,42 @@ __device__ __forceinline__ uint4 load_part(const void *base, long long lo, long 
                       u[6] | (unsigned)u[7] << 16);
 }
 
+/* The peeled kernel's whole vectors of y with the shift worked out at run time: vector
+ * j = v * TPR + t of the row (hd elements after its start, nw of them) from x (xv), the
+ * statistics st, and w and b shifted into line by hd = qw whole 32-bit words (selected by
+ * compares) and, where 2-byte elements start an odd number off, a half word. A function, not a
+ * lambda over the kernel's locals: wrapped in a lambda the same loop took 7 - 34 registers more
+ * (128x6: 64 -> 71 RMSNorm, 92 -> 126 LayerNorm) and RMSNorm 4097 ran 12 % slower (H200). */
+template <class T, int TPR, int NV, bool LN>
+__device__ __forceinline__ void peeled_vectors(const kv_norm_params &p, const uint4 (&xv)[NV], float2 st, int t, bool live,
+                                               int nw, int hd, uint4 *yg) {
+  constexpr int N = storage<T>::N;
+  const int n = p.hidden;
+  const int qw = N == 8 ? hd >> 1 : hd, odd = N == 8 ? hd & 1 : 0;
+  const uint4 *wg = static_cast<const uint4 *>(p.w);
+  const uint4 *bg = static_cast<const uint4 *>(p.b);
+#pragma unroll
+  for (int v = 0; v < NV; v++) {
+    const int j = v * TPR + t;
+    if (!live || j >= nw) continue;
+    float f[N], w[N], b[N];
+    unpack_vec<T>(xv[v], f);
+    if (hd == 0) {
+      unpack_vec<T>(__ldg(wg + j), w);
+      if constexpr (LN) unpack_vec<T>(__ldg(bg + j), b);
+    } else if ((j + 2) * N <= n) { /* w vectors j and j + 1 exist */
+      unpack_vec<T>(shift_vec<N>(__ldg(wg + j), __ldg(wg + j + 1), qw, odd), w);
+      if constexpr (LN) unpack_vec<T>(shift_vec<N>(__ldg(bg + j), __ldg(bg + j + 1), qw, odd), b);
+    } else {
+      unpack_vec<T>(load_part<T>(p.w, hd + j * N, n), w);
+      if constexpr (LN) unpack_vec<T>(load_part<T>(p.b, hd + j * N, n), b);
+    }
+#pragma unroll
+    for (int e = 0; e < N; e++) f[e] = affine<LN>(f[e], st, w[e], LN ? b[e] : 0.0f);
+    yg[j] = pack_vec<T>(f);
+  }
+}
+
 }  // namespace kv_norm
 
 /* Peeled path (any hidden, 16-byte aligned pointers). A row of n elements starting at element
@@ -189,7 +225,11 @@ __device__ __forceinline__ uint4 load_part(const void *base, long long lo, long 
  * the thread's end elements, then its vectors in order (the mean; the variance takes the
  * vectors first); the butterfly; the warps in order.
  * w and b of a whole vector come shifted into line from the two aligned vectors around them
- * (kv_norm::shift_vec), element by element where the second would pass the end of w. */
+ * (kv_norm::shift_vec), element by element where the second would pass the end of w. Where a
+ * warp serves one row (TPR >= 32) and a thread holds at most KV_NORM_WORD_COPIES_MAX_NV
+ * vectors, the shift's whole words are a compile-time constant of each of four copies of that
+ * loop (kv_norm::with_words), so the word selection is register moves; with more vectors the
+ * four copies cost more than the selection they save (docs/PERFORMANCE.md). */
 template <class T, int TPR, int NV, bool LN>
 __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) kv_norm_peeled(kv_norm_params p) {
   using S = kv_norm::storage<T>;
@@ -236,29 +276,39 @@ __global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) k
   }
   const float2 st = make_float2(mean, rsqrtf(fmaf(kv_norm::row_sum<TPR>(q, red[1]), p.inv_hidden, p.eps)));
 
-  const uint4 *wg = static_cast<const uint4 *>(p.w);
-  const uint4 *bg = static_cast<const uint4 *>(p.b);
   uint4 *yg = static_cast<uint4 *>(p.y) + (o + hd) / N;
   void *yrow = static_cast<typename S::bits *>(p.y) + o;
+  if constexpr (TPR >= 32 && NV <= KV_NORM_WORD_COPIES_MAX_NV) { /* a warp serves one row: hd is the same in all its threads */
+    /* The loop of peeled_vectors written out in a lambda over the kernel's locals: as a call of
+     * peeled_vectors from the lambda, LayerNorm fp16 128x4 ran 5 - 10 % slower (H100, same call). */
+    const uint4 *wg = static_cast<const uint4 *>(p.w);
+    const uint4 *bg = static_cast<const uint4 *>(p.b);
+    const int odd = N == 8 ? hd & 1 : 0;
+    kv_norm::with_words<4>(N == 8 ? hd >> 1 : hd, [&, t = t, live = live](auto words) {
+      const int qw = words;
 #pragma unroll
-  for (int v = 0; v < NV; v++) {
-    const int j = v * TPR + t;
-    if (!live || j >= nw) continue;
-    float f[N], w[N], b[N];
-    kv_norm::unpack_vec<T>(xv[v], f);
-    if (hd == 0) {
-      kv_norm::unpack_vec<T>(__ldg(wg + j), w);
-      if constexpr (LN) kv_norm::unpack_vec<T>(__ldg(bg + j), b);
-    } else if ((j + 2) * N <= n) { /* w vectors j and j + 1 exist */
-      kv_norm::unpack_vec<T>(kv_norm::shift_vec<N>(__ldg(wg + j), __ldg(wg + j + 1), hd), w);
-      if constexpr (LN) kv_norm::unpack_vec<T>(kv_norm::shift_vec<N>(__ldg(bg + j), __ldg(bg + j + 1), hd), b);
-    } else {
-      kv_norm::unpack_vec<T>(kv_norm::load_part<T>(p.w, hd + j * N, n), w);
-      if constexpr (LN) kv_norm::unpack_vec<T>(kv_norm::load_part<T>(p.b, hd + j * N, n), b);
-    }
+      for (int v = 0; v < NV; v++) {
+        const int j = v * TPR + t;
+        if (!live || j >= nw) continue;
+        float f[N], w[N], b[N];
+        kv_norm::unpack_vec<T>(xv[v], f);
+        if (hd == 0) {
+          kv_norm::unpack_vec<T>(__ldg(wg + j), w);
+          if constexpr (LN) kv_norm::unpack_vec<T>(__ldg(bg + j), b);
+        } else if ((j + 2) * N <= n) {
+          kv_norm::unpack_vec<T>(kv_norm::shift_vec<N>(__ldg(wg + j), __ldg(wg + j + 1), qw, odd), w);
+          if constexpr (LN) kv_norm::unpack_vec<T>(kv_norm::shift_vec<N>(__ldg(bg + j), __ldg(bg + j + 1), qw, odd), b);
+        } else {
+          kv_norm::unpack_vec<T>(kv_norm::load_part<T>(p.w, hd + j * N, n), w);
+          if constexpr (LN) kv_norm::unpack_vec<T>(kv_norm::load_part<T>(p.b, hd + j * N, n), b);
+        }
 #pragma unroll
-    for (int e = 0; e < N; e++) f[e] = kv_norm::affine<LN>(f[e], st, w[e], LN ? b[e] : 0.0f);
-    yg[j] = kv_norm::pack_vec<T>(f);
+        for (int e = 0; e < N; e++) f[e] = kv_norm::affine<LN>(f[e], st, w[e], LN ? b[e] : 0.0f);
+        yg[j] = kv_norm::pack_vec<T>(f);
+      }
+    });
+  } else {
+    kv_norm::peeled_vectors<T, TPR, NV, LN>(p, xv, st, t, live, nw, hd, yg);
   }
 #pragma unroll
   for (int e = 0; e < EX; e++) {

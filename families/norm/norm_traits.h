@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "core/cuda_check.cuh"
 extern "C" {
 #include "core/dtype.h"
@@ -148,24 +150,44 @@ __device__ __forceinline__ uint4 pack_vec(const float (&f)[storage<T>::N]) {
 }
 
 /* Elements s .. s + N - 1 of the 2N elements of vectors a then b (0 < s < N, the same in every
- * thread of a row): the vector of w or b that lines up with a row starting off a 16-byte
+ * thread of a row), s given as q = the whole 32-bit words it skips (0..3) and, for 2-byte
+ * elements, odd = s & 1: the vector of w or b that lines up with a row starting off a 16-byte
  * boundary, from the two aligned vectors around it. Word selection by compares (no local
- * memory), then a half-word shift for 2-byte elements. */
+ * memory; register moves where q is a compile-time constant), then a half-word shift for
+ * 2-byte elements. */
 template <int N>
-__device__ __forceinline__ uint4 shift_vec(const uint4 &a, const uint4 &b, int s) {
+__device__ __forceinline__ uint4 shift_vec(const uint4 &a, const uint4 &b, int q, int odd) {
   const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-  const int q = N == 8 ? s >> 1 : s; /* whole words to skip: 0..3 */
   unsigned o[5];
 #pragma unroll
   for (int i = 0; i < 5; i++) {
     o[i] = q == 0 ? w[i] : q == 1 ? w[i + 1] : q == 2 ? w[i + 2] : w[i + 3];
   }
   if constexpr (N == 8) {
-    const unsigned sel = (s & 1) ? 0x5432u : 0x3210u;
+    const unsigned sel = odd ? 0x5432u : 0x3210u;
     return make_uint4(__byte_perm(o[0], o[1], sel), __byte_perm(o[1], o[2], sel), __byte_perm(o[2], o[3], sel),
                       __byte_perm(o[3], o[4], sel));
   } else {
     return make_uint4(o[0], o[1], o[2], o[3]);
+  }
+}
+
+/* The most vectors a thread of the peeled kernel holds where its store loop is compiled once per
+ * word shift (kv_norm::with_words). Measured (docs/PERFORMANCE.md, 2026-12-05): four copies of
+ * a loop of up to 4 vectors beat the run-time word selection (H100, LayerNorm bf16 4097: 0.87
+ * -> 0.97 of the same-size copy); four copies of 8 vectors lost to it (H100,
+ * LayerNorm fp16 11009: 0.85 -> 0.69). */
+#define KV_NORM_WORD_COPIES_MAX_NV 4
+
+/* f(std::integral_constant<int, q>{}) for the run-time word count q in [0, Q) (the same in
+ * every thread of a warp): Q copies of f, each with its q a compile-time constant. */
+template <int Q, int K = 0, class F>
+__device__ __forceinline__ void with_words(int q, F &&f) {
+  if constexpr (K < Q) {
+    if (q == K)
+      f(std::integral_constant<int, K>{});
+    else
+      with_words<Q, K + 1>(q, f);
   }
 }
 
