@@ -46,16 +46,8 @@ suite() {
      "$PY" -m pytest -x -q -p no:cacheprovider analysis/tests/test_verdicts.py &&
      "$PY" -m pytest -x -q -p no:cacheprovider --ignore=analysis/tests/test_verdicts.py analysis/tests) >"$2" 2>&1
 }
-# the copy: git's files (tracked and untracked-not-ignored), else the whole tree
-mkdir -p "$scratch/base"
-if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  (cd "$src" && git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
-     [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf - | tar -C "$scratch/base" -xf -) ||
-    die "copying $src failed"
-else
-  cp -a "$src/." "$scratch/base/" || die "copying $src failed"
-fi
-chmod -R u+w "$scratch/base"
+. "$here/copy_tree.sh"
+mkdir -p "$scratch/base" && copy_tree "$src" "$scratch/base" || die "copying $src failed"
 suite "$scratch/base" "$scratch/base.log" ||
   { tail -n 20 "$scratch/base.log" >&2; die "the unmutated analysis suite fails (log above): fix that first"; }
 

@@ -89,17 +89,9 @@ scratch=$(mktemp -d "${TMPDIR:-/tmp}/kval-mutants.XXXXXX") || die "cannot make a
 cleanup() { [ "$keep" = 1 ] && echo "scratch kept: $scratch" >&2 || rm -rf "$scratch"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-mkdir "$scratch/s0"
-if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  (cd "$src" && git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
-     [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf - | tar -C "$scratch/s0" -xf -) ||
-    die "copying $src failed"
-  commit=$(git -C "$src" rev-parse --short=12 HEAD)
-else
-  cp -a "$src/." "$scratch/s0/" || die "copying $src failed"
-  commit=unknown
-fi
-chmod -R u+w "$scratch/s0" # a read-only source tree (make distcheck) gives a read-only copy
+. "$here/copy_tree.sh"
+mkdir "$scratch/s0" && copy_tree "$src" "$scratch/s0" || die "copying $src failed"
+commit=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 export KVAL_GIT_COMMIT="$commit-mutants"
 log() { echo "run_mutants.sh: $*" >&2; }
 cfg=(--with-cuda=auto)

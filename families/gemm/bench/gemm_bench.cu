@@ -104,8 +104,9 @@ kv_status ladder_of(kv_bench *b, bool fp8) {
       kv_report(__FILE__, __LINE__, "gemm", "ladder step %s: precision '%s' does not parse", step.name, step.precision);
       return KV_ERR;
     }
-    if (fp8 != (kv_dtype_is_fp8(p.storage) != 0)) continue;
-    const char *layout = kv_dtype_is_fp8(p.storage) ? "nt" : "nn";
+    const bool step_fp8 = kv_dtype_is_fp8(p.storage);
+    if (step_fp8 != fp8) continue;
+    const char *layout = step_fp8 ? "nt" : "nn";
     printf("ladder %s %s: %s\n", step.name, step.precision, step.what);
     char shapes[256];
     snprintf(shapes, sizeof shapes, "%s", step.shapes);
