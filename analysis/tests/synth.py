@@ -3,7 +3,8 @@ file", layout_version 3) with h5py: root attributes, /ranks, one group per famil
 dimension scales attached through h5py's dims API, the status enum as the named type
 /case_status, fixed-length messages, the log10|err| histogram, gemm's M/N/K coordinates, the
 fleet fingerprint comparison and, for fa2bwd (asked for by name: not among the default
-families), the part statistics of dq, dk and dv. Values follow a simple error model (sqrt(K) * u growth) and
+families), the part statistics of dq, dk and dv; a family named with a suffix (gemm.scale) is
+the group of a named deck section, with its family's axes. Values follow a simple error model (sqrt(K) * u growth) and
 roofline timing model with run-to-run jitter, a persistent per-GPU speed spread and recorded
 p10/p90 spread; faults (flipped fingerprints, slow ranks, failures, NaN outputs, cells never
 run, single-element error outliers, differing probe outcomes) and other deck parameters are
@@ -60,7 +61,9 @@ PART_STATS = ["max_abs", "max_rel", "rel_l2", "mean_abs", "max_ulp", "p99_ulp", 
 
 
 def family_spec(family):
-    return FAMILIES[family] if family in FAMILIES else PART_FAMILIES[family]
+    """The spec of a family, or of a named deck section's group (gemm.scale: gemm's)."""
+    kind = family.split(".", 1)[0]
+    return FAMILIES[kind] if kind in FAMILIES else PART_FAMILIES[kind]
 
 
 def gpu_uuid(host, local_rank):
@@ -172,7 +175,7 @@ def _fill_cell(out, idx, r, values, meas, rng, opts):
     vals = {"max_abs": rel_l2 * 3.0, "max_rel": rel_l2 * 10.0, "rel_l2": rel_l2, "mean_abs": rel_l2 * 0.8,
             "max_ulp": max(1.0, round(4.0 * rel_l2 / us)), "p99_ulp": max(1.0, round(2.0 * rel_l2 / us)),
             "max_bound_ratio": bound_ratio, "floor_ratio": rel_l2 / (0.5 * us), "red_len": float(k),
-            "aux_max_abs": rel_l2 if opts["family"] == "fa2" else float("nan"), "ref_seconds": 1e-3,
+            "aux_max_abs": rel_l2 if opts["kind"] == "fa2" else float("nan"), "ref_seconds": 1e-3,
             "ref_xcheck": 1e-15, "time_min": t * 0.98, "time_median": t, "time_mean": t * 1.01,
             "time_p10": t * 0.99, "time_p90": t * 1.02, "time_stddev": t * 0.01, "tflops": flops / t / 1e12,
             "gbps": nbytes / t / 1e9, "intensity": flops / nbytes,
@@ -257,7 +260,7 @@ def _fp_compare(out, device_names, nranks):
 
 
 def _write_family(f, family, nranks, rng, opts):
-    spec = family_spec(family)
+    spec, kind = family_spec(family), family.split(".", 1)[0]
     spec = dict(spec, params=dict(spec["params"], **opts["params"].get(family, {})))
     opts = dict(opts, parts=spec.get("parts", []))
     axes = [name for name, _ in spec["axes"]]
@@ -282,7 +285,7 @@ def _write_family(f, family, nranks, rng, opts):
     n_valid = n_skipped = 0
     for flat, idx in enumerate(np.ndindex(*shape)):
         values = {a: grid[i][j] for i, (a, j) in enumerate(zip(axes, idx))}
-        meas = _cell_values(family, values, spec["params"], opts["backend"])
+        meas = _cell_values(kind, values, spec["params"], opts["backend"])
         if meas[0] is not None:
             n_skipped += 1
             out["status"][(slice(None),) + idx] = STATUS["skipped"]
@@ -293,7 +296,7 @@ def _write_family(f, family, nranks, rng, opts):
         for r in ranks:
             if opts["missing"] and rng.random() < opts["missing"]:
                 continue  # the run never reached this cell on this rank
-            _fill_cell(out, idx, r, values, meas, rng, dict(opts, family=family))
+            _fill_cell(out, idx, r, values, meas, rng, dict(opts, family=family, kind=kind))
     g.attrs["axes"] = ",".join(axes)
     g.attrs["n_cells"] = np.int64(int(np.prod(shape)))
     g.attrs["n_valid"] = np.int64(n_valid)
@@ -303,7 +306,7 @@ def _write_family(f, family, nranks, rng, opts):
     scales = [rank_scale] + axis_scales
     d = g.create_dataset("status", data=out["status"], dtype=f["case_status"], fillvalue=0)
     _attach(d, scales)
-    if family == "gemm":
+    if kind == "gemm":
         shape_scale = axis_scales[axes.index("shape")]
         for k, name in enumerate("MNK"):
             c = g.create_dataset(name, data=np.array([int(v.split("x")[k]) for v in grid[axes.index("shape")]]))
