@@ -1,9 +1,10 @@
 #!/bin/bash
 # run_analysis_mutants.sh - the analysis mutants of tests/mutation/mutants.tsv (kind analysis:
-# one small bug in analysis/'s verdicts, statistics or readers, the code that tells a fleet
-# operator which GPU is slow or computes other bits): each planted in a scratch copy of the
-# source tree (its suite also reads rules from the C headers), killed when analysis/'s pytest suite fails on it (pytest exit 1; the run stops at
-# the first failing test). A mutant whose suite cannot run (pytest exit 2-5: an import or
+# one small bug in analysis/'s verdicts, statistics, readers or reports, the code that tells a
+# fleet operator which GPU is slow or computes other bits, and anyone what ran how well): each
+# planted in a scratch copy of the source tree (its suite also reads rules from the C headers),
+# killed when analysis/'s pytest suite fails on it (pytest exit 1; the run stops at the first
+# failing test). A mutant whose suite cannot run (pytest exit 2-5: an import or
 # collection error) is broken, not killed; one whose `from` text does not occur exactly once is
 # stale and stops the script first.
 #
