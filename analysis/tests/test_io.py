@@ -1,5 +1,7 @@
 """test_io.py - loading kval files: named dimensions from dimension scales, per-rank
-coordinates, multi-file combination, string flavours, and clear errors (exit 2) on bad input."""
+coordinates, multi-file combination, string flavours, NaN or Inf outputs as inf errors, and
+clear errors (exit 2) on bad input (among them an older layout, /ranks short of nranks, a
+fingerprint that lacks an axis)."""
 import h5py
 import numpy as np
 import pytest
@@ -106,9 +108,13 @@ def test_dimensions_read_by_name_not_position(make_file):
     ("no_status", "group /gemm dataset(s) missing: status"),
     ("no_scale", "has no dimension scale attached"),
     ("no_nranks", "root attribute(s) missing: nranks"),
+    ("layout_old", "layout_version 2 is not supported"),
+    ("nranks_rows", "/ranks has 2 rows but the root attribute nranks is 3"),
+    ("fp_axis", "/gemm/fingerprint must have dimensions [rank, variant, precision, layout, shape, dist]"),
 ])
 def test_bad_kval_files_exit_2(make_file, capsys, damage, expect):
     kwargs = {"no_ranks": {"drop_groups": ("ranks",)}, "layout": {"layout_version": 7},
+              "layout_old": {"layout_version": 2},
               "no_layout": {"drop_root_attrs": ("layout_version",)},
               "no_nranks": {"drop_root_attrs": ("nranks",)}}.get(damage, {})
     path = make_file("bad.h5", nranks=2, families=("gemm",), **kwargs)
@@ -121,12 +127,33 @@ def test_bad_kval_files_exit_2(make_file, capsys, damage, expect):
             data = f["gemm/rel_l2"][()]
             del f["gemm/rel_l2"]
             f["gemm"].create_dataset("rel_l2", data=data)
+        elif damage == "nranks_rows":  # a rank's row lost from /ranks
+            f.attrs["nranks"] = np.int32(3)
+        elif damage == "fp_axis":  # fingerprints over every axis but dist: one value would stand for every dist
+            data = f["gemm/fingerprint"][..., 0]
+            del f["gemm/fingerprint"]
+            d = f["gemm"].create_dataset("fingerprint", data=data)
+            for i, name in enumerate(["rank", "variant", "precision", "layout", "shape"]):
+                d.dims[i].attach_scale(f["gemm"][name])
     with pytest.raises(KvalInputError, match=path.replace(".", r"\.")):
         load([path])
     for command in (["report", path, "-o", path + ".d"], ["fleet", path], ["precision", path, "-o", path + ".p"]):
         assert cli.main(command) == 2
         err = capsys.readouterr().err
         assert expect in err and path in err
+
+
+def test_inf_outputs_are_never_small_errors(make_file):
+    """A cell whose output held Inf but no NaN: +inf in its error statistics, counted non-finite."""
+    path = make_file("inf.h5", nranks=2, families=("rmsnorm",))
+    with h5py.File(path, "a") as f:  # rank 1, fp16:fp32, hidden 4096, normal
+        f["rmsnorm/n_inf"][1, 0, 0, 2, 0] = 5
+        f["rmsnorm/status"][1, 0, 0, 2, 0] = synth.STATUS["fail_nonfinite"]
+    ds = load([path]).family("rmsnorm")
+    cell = {"precision": "fp16:fp32", "rows": 1024, "hidden": 4096, "dist": "normal"}
+    assert int(ds["n_nan"].sel(rank=1, **cell)) == 0 and int(ds["n_nonfinite"].sel(rank=1, **cell)) == 5
+    for stat in ("max_abs", "rel_l2", "max_ulp", "max_bound_ratio"):
+        assert np.isinf(ds[stat].sel(rank=1, **cell)) and np.isfinite(ds[stat].sel(rank=0, **cell)), stat
 
 
 def test_incomplete_run_is_noted(make_file):

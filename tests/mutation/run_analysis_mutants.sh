@@ -40,12 +40,14 @@ trap 'exit 130' INT TERM
 start=$(date +%s)
 
 # suite DIR LOG: analysis/'s pytest suite in the copy DIR, stopping at the first failure; its exit
-# code. test_verdicts.py (the verdicts' edges, written against these mutants: seconds) runs
-# first, the rest (a minute) only when it passes.
+# code. test_verdicts.py and test_report_verdicts.py (the edges of the verdicts and of what the
+# reports show, written against these mutants: seconds) run first, the rest (a minute) only when
+# they pass.
 suite() {
+  local first=(analysis/tests/test_verdicts.py analysis/tests/test_report_verdicts.py)
   (cd "$1" && export KVAL_BIN=${KVAL:-} MPLBACKEND=Agg &&
-     "$PY" -m pytest -x -q -p no:cacheprovider analysis/tests/test_verdicts.py &&
-     "$PY" -m pytest -x -q -p no:cacheprovider --ignore=analysis/tests/test_verdicts.py analysis/tests) >"$2" 2>&1
+     "$PY" -m pytest -x -q -p no:cacheprovider "${first[@]}" &&
+     "$PY" -m pytest -x -q -p no:cacheprovider "${first[@]/#/--ignore=}" analysis/tests) >"$2" 2>&1
 }
 . "$here/copy_tree.sh"
 mkdir -p "$scratch/base" && copy_tree "$src" "$scratch/base" || die "copying $src failed"
