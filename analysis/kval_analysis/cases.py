@@ -6,7 +6,7 @@ status the files hold, by name)."""
 import numpy as np
 import pandas as pd
 
-from .io import case_frame, output_mask
+from .io import case_frame, failure_mask, output_mask
 
 UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24, "fp64": 2.0**-53, "e4m3": 2.0**-4,
                  "e5m2": 2.0**-3}
@@ -91,10 +91,13 @@ def ran_or_error(frame):
 
 
 def worst_per_case(frame, axes, by="max_bound_ratio"):
-    """One row per case: the rank with the largest `by` among ranks that ran it."""
+    """One row per case among the ranks that ran it: a rank where it failed (io.failure_mask) if
+    there is one, so a case that failed anywhere never shows as passed; among those, the largest
+    `by`."""
     ran = frame[ran_or_error(frame)]
-    if by in ran:
-        ran = ran.assign(_key=ran[by].fillna(-np.inf)).sort_values("_key", ascending=False).drop(columns="_key")
+    key = ran[by].fillna(-np.inf) if by in ran else pd.Series(0.0, index=ran.index)
+    ran = (ran.assign(_failed=failure_mask(ran["status"]), _key=key)
+           .sort_values(["_failed", "_key"], ascending=False, kind="stable").drop(columns=["_failed", "_key"]))
     return ran.drop_duplicates(subset=axes, keep="first")
 
 

@@ -2,7 +2,8 @@
 a plausible bug in analysis/ would cross unseen (each test kills one or more `analysis` mutants
 of tests/mutation/mutants.tsv, run by tests/mutation/run_analysis_mutants.sh): the report's
 banner and verdict table keep an incomplete GPU apart from a failing one, its worst-cases table
-lists a failure first whatever its bound ratio, its summary counts results (not cells), its
+lists a failure first whatever its bound ratio and shows a case on the rank where it
+failed, its summary counts results (not cells), its
 slowdowns are percent and its times microseconds; the export keeps a named deck section apart;
 runs of other seeds are not compared bit for bit; growth fits leave out exact zeros and error
 cases; the probe table shows every GPU's outcome with its status; numbers keep their digits,
@@ -71,6 +72,28 @@ def test_the_worst_cases_list_a_failure_first_whatever_its_bound_ratio(make_file
     report._worst_section(doc, frames)
     rows = _md_rows(doc.markdown(), "layernorm")
     assert len(rows) == 20 and rows[0][4:6] == ["error", "harness: reference rows disagree"]
+
+
+def test_the_worst_cases_show_a_case_on_the_rank_where_it_failed(make_file):
+    # Two ranks; the case ends in error on rank 0 and passes on rank 1 with a larger bound
+    # ratio: the table must show it where it failed, not as passed.
+    cell = {"precision": "fp16:fp16", "rows": 1024, "hidden": 4096, "dist": "offset"}
+    path = make_file("err2.h5", nranks=2, families=("layernorm",),
+                     failures=[("layernorm", cell, 0, "error", "harness: reference rows disagree")])
+    with h5py.File(path, "r+") as f:
+        f["layernorm/max_bound_ratio"][1] = f["layernorm/max_bound_ratio"][1] * 1.5
+    frames = report._frames(load([path]))
+    frame = frames["layernorm"][0]
+    mask = np.ones(len(frame), dtype=bool)
+    for axis, value in cell.items():
+        mask &= frame[axis].astype(str).to_numpy() == str(value)
+    case = frame[mask].set_index("rank")
+    assert list(case["status"]) == ["error", "pass"], "the case this test is about"
+    assert case.loc[1, "max_bound_ratio"] > case.loc[0, "max_bound_ratio"], "its passing rank ranks higher by ratio"
+    doc = Document("t")
+    report._worst_section(doc, frames)
+    rows = _md_rows(doc.markdown(), "layernorm")
+    assert rows[0][3:6] == ["0", "error", "harness: reference rows disagree"]
 
 
 def test_the_summary_counts_results_not_cells(make_file):
