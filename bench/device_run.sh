@@ -116,7 +116,7 @@ for f in $families; do
     gemm) table "$OUT/gemm_bench.csv" --ratio-to cublas; table "$OUT/gemm_ladder.csv" --ratio-to cublas
       table "$OUT/gemm_ladder-fp8.csv" --ratio-to cublas ;;
     norm) table "$OUT/norm_bench.csv" "$OUT/norm_peers.csv" --ratio-to torch --ratio-to copy; table "$OUT/norm_configs.csv" --best ;;
-    decode) table "$OUT/decode_bench.csv" "$OUT/decode_peers.csv" --ratio-to gather+sdpa --ratio-to sdpa; table "$OUT/decode_pages.csv" ;;
+    decode) table "$OUT/decode_bench.csv" "$OUT/decode_peers.csv" --ratio-to gather+sdpa --ratio-to sdpa --ratio-to copy; table "$OUT/decode_pages.csv" ;;
   esac
 done
 exit $status

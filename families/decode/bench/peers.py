@@ -5,11 +5,15 @@ median), written as rows of the bench CSV (bench/README.md) so bench/side_by_sid
 them beside kval's.
 
 The same problem as kval's decode family (families/decode/decode.h): q [batch, 32 heads,
-q_len 1, d], a paged cache of 16-token pages under a shuffled block table. Two peers:
+q_len 1, d], a paged cache of 16-token pages under a shuffled block table. Two peers and a ceiling:
   gather+sdpa  one call: the pages gathered through the block table (index_select) into
                contiguous K and V, then F.scaled_dot_product_attention (enable_gqa)
   sdpa         SDPA alone on K and V already gathered (contiguous): no paging at all, a bound
                no paged kernel has to meet
+  copy         a device copy moving the case's bytes (half of them read, half written), timed
+               the same way: the same-size copy, the ceiling of a problem this small (a
+               decode of a few tens of MB is as far from the large copy's rate as the copy
+               of its bytes is)
 At decode_bench kv8's shapes (KV8) the cache is 8-bit (torch.float8_e4m3fn / float8_e5m2, kv_type
 e4m3 / e5m2): gather+sdpa gathers the 8-bit pages and widens them to the storage type before
 SDPA (PyTorch has no 8-bit attention), sdpa runs on K and V already gathered and widened.
@@ -74,7 +78,15 @@ def measure(torch, timer, w):
             print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
             w.writerow(row)
             rows_out.append(row)
-        del kc, vc, kg, vg, q, table
+        src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        ms, reps = timer.median_ms(lambda: dst.copy_(src))
+        row = dict(row, backend="copy", ms=f"{ms:.5f}", tflops="0.00", gbps=f"{2 * (nbytes // 2) / ms / 1e6:.1f}",
+                   reps=reps)
+        print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+        w.writerow(row)
+        rows_out.append(row)
+        del kc, vc, kg, vg, q, table, src, dst
     return rows_out
 
 
