@@ -2,14 +2,15 @@
 """mutate.py - reads tests/mutation/mutants.tsv and applies one mutant to a tree (the helper of
 run_mutants.sh).
 
-  mutate.py list  TSV [--kind K] [--only ID,...]   selected mutants: "id<TAB>file<TAB>kind" lines
+  mutate.py list  TSV [--kind K] [--only ID,...]   selected mutants: "id<TAB>file<TAB>kind<TAB>tests" lines
   mutate.py check TSV ROOT [--kind K] [--only ...] every selected mutant's `from` occurs exactly
                                                    once in ROOT/file (else exit 1, naming it)
   mutate.py apply TSV ID ROOT                      substitute mutant ID in ROOT/file, in place
 
-TSV format (mutants.tsv's header says the same): id, file, from, to, kind, description, tab
-separated; in from/to `\\n` is a newline, `\\t` a tab, `\\\\` a backslash; `#` starts a comment
-line. Every error names TSV:line and the mutant."""
+TSV format (mutants.tsv's header says the same): id, file, from, to, kind, description and,
+optionally, tests (the `make check` tests, space-separated, that must fail on a mutant the
+deck's run does not flag), tab separated; in from/to `\\n` is a newline, `\\t` a tab, `\\\\` a
+backslash; `#` starts a comment line. Every error names TSV:line and the mutant."""
 import sys
 
 KINDS = ("cpu", "gpu", "cpu-gap", "gpu-study", "analysis")
@@ -40,9 +41,13 @@ def read(tsv):
                 continue
             where = f"{tsv}:{lineno}"
             fields = line.split("\t")
-            if len(fields) != 6:
-                sys.exit(f"{where}: {len(fields)} tab-separated fields, want 6 (id, file, from, to, kind, description)")
-            mid, path, frm, to, kind, desc = fields
+            if len(fields) not in (6, 7):
+                sys.exit(f"{where}: {len(fields)} tab-separated fields, want 6 or 7 (id, file, from, to, kind, "
+                         "description[, tests])")
+            mid, path, frm, to, kind, desc = fields[:6]
+            tests = fields[6].split() if len(fields) == 7 else []
+            if len(fields) == 7 and (not tests or kind not in ("cpu", "cpu-gap")):
+                sys.exit(f"{where}: mutant {mid}: tests need a cpu or cpu-gap mutant and at least one test")
             if mid in seen:
                 sys.exit(f"{where}: mutant id '{mid}' already used at line {seen[mid]}")
             if kind not in KINDS:
@@ -51,7 +56,7 @@ def read(tsv):
             if not frm or frm == to:
                 sys.exit(f"{where}: mutant {mid}: empty 'from' or 'to' equal to 'from'")
             seen[mid] = lineno
-            mutants.append(dict(id=mid, file=path, frm=frm, to=to, kind=kind, desc=desc, where=where))
+            mutants.append(dict(id=mid, file=path, frm=frm, to=to, kind=kind, desc=desc, tests=tests, where=where))
     return mutants
 
 
@@ -93,7 +98,7 @@ def main(argv):
     mutants = read(tsv)
     if cmd == "list":
         for m in select(mutants, opts["--kind"], opts["--only"]):
-            print(f"{m['id']}\t{m['file']}\t{m['kind']}")
+            print(f"{m['id']}\t{m['file']}\t{m['kind']}\t{' '.join(m['tests'])}")
         return 0
     if cmd == "check":
         if len(pos) != 1:

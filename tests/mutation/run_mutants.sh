@@ -5,9 +5,12 @@
 # flagged it. Killed: kval reported a case with a failing status (fail_tolerance,
 # fail_nonfinite, fail_nondeterministic, fail_out_of_bounds, fail_bias, fail_timing) or error
 # (a hang counts only when kval's watchdog names it: exit 3 with "timeout"), or kval's self-test
-# of its checker failed before any case (exit 3, src/run/selftest.c). A mutant that does
-# not build, or makes kval exit 2 (input refused), is broken, not killed; one whose `from` text
-# does not occur exactly once is stale and stops the script before anything is built.
+# of its checker failed before any case (exit 3, src/run/selftest.c), or - for a mutant with
+# tests (mutants.tsv's seventh field: a bug in what a run records or counts, which the run
+# itself cannot see) - one of those `make check` tests failed (FAIL or ERROR) in the mutated
+# tree after the run did not flag it. A mutant that does not build, or makes kval exit 2
+# (input refused), is broken, not killed; one whose `from` text does not occur exactly once is
+# stale and stops the script before anything is built.
 #
 #   tests/mutation/run_mutants.sh [--kind cpu|gpu|cpu-gap|gpu-study|all] [--deck DECK] [--backend cpu|cuda]
 #       [--jobs N] [--make-jobs N] [--only ID,...] [--deadline SECONDS] [--timeout SECONDS]
@@ -30,7 +33,8 @@
 #   so a long deck (default.deck) reaches the mutated family without the others' minutes;
 #   mutants outside families/ run it whole. The baseline (the unmutated build must pass what the
 #   mutants run: the union of their families, else the whole deck) runs while the first mutants
-#   build. Results: a table on stdout, a TSV in --results (default
+#   build; the union of the selected mutants' tests runs once on an unmutated copy of the build
+#   tree, and must pass, before any of them judges a mutant. Results: a table on stdout, a TSV in --results (default
 #   $OUT/mutation-results.tsv when OUT is set, else ./mutation-results-KIND.tsv), and the line
 #   "mutants: K killed of N (S survived: ids; B broken: ids)". Exit 0 only when every selected
 #   mutant ran and was killed; 1 otherwise; 2 for usage errors, stale mutants or a failing
@@ -161,6 +165,24 @@ run_kval() {
   echo "$rc $check"
 }
 
+# run_tests DIR TESTS...: the `make check` tests in build tree DIR (only their own programs
+# built); prints the first that failed (FAIL or ERROR), "-" when all passed or skipped, or
+# "broken" when none ran (a test program that does not build).
+run_tests() {
+  local dir=$1 t res first=- ran=0
+  shift
+  for t in "$@"; do rm -f "$dir/${t%.*}.log" "$dir/${t%.*}.trs"; done # else make keeps a script test's old result
+  # a copied build tree's Makefile still names s0: the tests must run this tree's kval
+  (cd "$dir" && make -j"$make_jobs" check TESTS="$*" check_PROGRAMS= abs_top_builddir="$dir" abs_top_srcdir="$dir") \
+    >"$dir/mutant-tests.log" 2>&1
+  for t in "$@"; do
+    res=$(sed -n 's/^:test-result: //p' "$dir/${t%.*}.trs" 2>/dev/null | head -n 1)
+    [ -n "$res" ] && ran=1
+    case "$res" in FAIL|ERROR) [ "$first" = - ] && first=${t##*/} ;; esac
+  done
+  [ "$ran" = 1 ] && echo "$first" || echo broken
+}
+
 # Mutants grouped by file (consecutive mutants of one file rebuild once), files dealt to slots.
 declare -A slot_of
 nfile=0
@@ -191,11 +213,11 @@ fi
 
 # slot K: its mutants in turn; one result line each in $scratch/results.K
 run_slot() {
-  local k=$1 dir="$scratch/s$1" row id file mk t0 rc check killed out fams
+  local k=$1 dir="$scratch/s$1" row id file mk tests t0 rc check killed out fams failed
   [ -n "${bfd:-}" ] && exec {bfd}>&-
   exec {lfd}>"$lock"
   for row in "${sel[@]}"; do
-    IFS=$'\t' read -r id file mk <<<"$row"
+    IFS=$'\t' read -r id file mk tests <<<"$row"
     [ "${slot_of[$file]}" = "$k" ] || continue
     if [ "$deadline" -gt 0 ] && [ $(( $(date +%s) - start )) -ge "$deadline" ]; then
       printf '%s\t%s\t-\tnot-run\tdeadline\t0\n' "$id" "$mk" >>"$scratch/results.$k"; continue
@@ -229,6 +251,17 @@ run_slot() {
       case "$check" in fail_*|error*) killed=yes ;; cut) killed=not-run ;; esac
       [ "$rc" = 2 ] && killed=broken check=input-refused
       [ "$killed" = no ] && [ "$rc" != 0 ] && [ "$check" = - ] && check="crash(rc=$rc)"
+      if [ "$killed" = no ] && [ -n "$tests" ]; then
+        while [ ! -s "$scratch/tests.status" ]; do sleep 1; done
+        if [ "$(cat "$scratch/tests.status")" != passed ]; then
+          killed=not-run check=tests-baseline
+        else
+          # shellcheck disable=SC2086 # the tests are space-separated names
+          failed=$(run_tests "$dir" $tests)
+          cp "$dir/mutant-tests.log" "$out.tests"
+          case "$failed" in -) ;; broken) killed=broken check=tests-build ;; *) killed=yes check="test:$failed" ;; esac
+        fi
+      fi
     fi
     cp "$out.orig" "$dir/$file" # restored, with a new time stamp: the next make rebuilds what it touched
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$mk" "$rc" "$killed" "$check" $(( $(date +%s) - t0 )) \
@@ -239,6 +272,19 @@ run_slot() {
 pids=()
 [ "$compile_only" = 0 ] && { mkdir -p "$scratch/base/src" && cp "$scratch/s0/src/kval" "$scratch/base/src/" ||
   die "copying the unmutated kval failed"; }
+# the selected mutants' tests, once, on an unmutated copy of the build tree
+all_tests=$(printf '%s\n' "${sel[@]}" | cut -f4 | tr ' ' '\n' | sed '/^$/d' | sort -u | paste -sd' ' -)
+if [ "$compile_only" = 0 ] && [ -n "$all_tests" ]; then
+  cp -a "$scratch/s0" "$scratch/tests" || die "copying the build tree failed"
+  (
+    # shellcheck disable=SC2086
+    failed=$(run_tests "$scratch/tests" $all_tests)
+    [ "$failed" = - ] && echo passed >"$scratch/tests.status" || echo "failed $failed" >"$scratch/tests.status"
+  ) &
+  tests_pid=$!
+else
+  echo passed >"$scratch/tests.status"
+fi
 for ((k = 0; k < jobs; k++)); do : >"$scratch/results.$k"; run_slot "$k" & pids+=($!); done
 if [ "$compile_only" = 0 ]; then
   read -r brc bcheck < <(run_kval "$scratch/base" "$scratch/baseline.log" ${baseline_only:+--only "$baseline_only"})
@@ -255,6 +301,15 @@ if [ "$compile_only" = 0 ]; then
     "($(( $(date +%s) - start )) s so far)"
 fi
 wait "${pids[@]}"
+if [ -n "${tests_pid:-}" ]; then
+  wait "$tests_pid"
+  if [ "$(cat "$scratch/tests.status")" != passed ]; then
+    tail -n 20 "$scratch/tests/mutant-tests.log" >&2
+    die "the unmutated tree does not pass the mutants' tests ($(cut -d' ' -f2- "$scratch/tests.status")): fix that" \
+      "first (log above)"
+  fi
+  log "tests baseline: $all_tests pass on the unmutated tree"
+fi
 
 # results in the order of the TSV
 {
