@@ -290,6 +290,10 @@ static void test_cost_fa2(void) {
          "cross flops %g %g %g", x.flops, xc.flops, xm.flops);
   EXPECT(xc.ref_flops == 8.0 * 12 * (8 * 32 + 20) && x.red_len == 32 && xm.red_len == 32, "cross ref flops %g",
          xc.ref_flops);
+  /* each output row sums over its keys: K = max(headdim, seqlen_k), whatever the query count */
+  kv_cost lk = cost_of(&kv_family_fa2, "headdim=32 seqlen=3 seqlen_k=50 batch=2 heads=4 causal=0");
+  kv_cost lq = cost_of(&kv_family_fa2, "headdim=32 seqlen=50 seqlen_k=3 batch=2 heads=4 causal=0");
+  EXPECT(lk.red_len == 50 && lq.red_len == 32, "cross red_len: 50 keys %g, 3 keys %g", lk.red_len, lq.red_len);
   EXPECT(cost_of(&kv_family_fa2, "seqlen=100000").rows == 100000 * 16, "batch = max(1, tokens / seqlen)");
 }
 

@@ -48,6 +48,10 @@ static void test_cost(void) {
   kv_cost k = cost_of(&kv_family_fa2bwd, "precision=bf16:fp32 headdim=128 seqlen=100 causal=1 batch=2 heads=3");
   EXPECT(k.flops == 10.0 * bh * 100 * 100 / 2 * 128 && k.red_len == 128, "causal flops %g, red_len %g", k.flops, k.red_len);
   EXPECT(c.device_bytes > c.bytes, "device bytes %g cover the traffic", c.device_bytes);
+  EXPECT(unbiased_of(&kv_family_fa2bwd, "precision=bf16:fp32 dist=normal") &&
+             unbiased_of(&kv_family_fa2bwd, "precision=fp16:fp32 dist=uniform") &&
+             !unbiased_of(&kv_family_fa2bwd, "precision=bf16:fp32 dist=large_logits"),
+         "the bias verdict judges normal and uniform gradients, not large_logits (a model offset)");
 }
 
 /* The cross-check's rows: at its floor (a long case) dQ, dK and dV, under a causal mask both
@@ -126,7 +130,8 @@ static double objective(const kv_fa2bwd_dims *d, double *const *x, long long b, 
 }
 
 /* Central differences of the objective against the reference's dQ, dK and dV at sampled
- * elements of every gradient. */
+ * elements of every gradient, each read from the part of the output named after its input
+ * (dq, dk, dv: the names the file's part_stats and failure messages use). */
 static void test_finite_differences(const char *spec) {
   fcase f;
   fcase_make(&f, &kv_family_fa2bwd, spec);
@@ -142,7 +147,11 @@ static void test_finite_differences(const char *spec) {
   }
   double worst = 0.0;
   int checked = 0;
-  for (int part = 0; part < 3; part++)
+  const char *const *names = kv_family_fa2bwd.out_parts;
+  for (int part = 0; part < 3; part++) {
+    EXPECT(names[part][0] == 'd' && strcmp(names[part] + 1, f.t.in[part].name) == 0,
+           "part %d, the gradient of input %s, is named %s", part, f.t.in[part].name, names[part]);
+    const size_t first = kv_part_first_row(f.n_rows, kv_family_parts(&kv_family_fa2bwd), part) * f.row_len;
     for (size_t e = 7; e < n; e += n / 5 + 3) {
       const long long h = (long long)((e / (size_t)d.headdim) % (size_t)d.heads);
       const long long b = (long long)(e / ((size_t)d.headdim * (size_t)d.heads * (size_t)d.seqlen));
@@ -152,10 +161,11 @@ static void test_finite_differences(const char *spec) {
       x[part][e] = keep - step;
       const double down = objective(&d, x, b, h);
       x[part][e] = keep;
-      const double fd = (up - down) / (2 * step), ref = f.ref[(size_t)part * n + e];
+      const double fd = (up - down) / (2 * step), ref = f.ref[first + e];
       worst = fmax(worst, fabs(fd - ref) / fmax(fabs(ref), 1e-3));
       checked++;
     }
+  }
   printf("  %-70s %d elements, worst relative difference %.3g\n", spec, checked, worst);
   EXPECT(worst < 1e-6, "%s: reference gradients match finite differences (%g)", spec, worst);
   for (int t = 0; t < 4; t++) free(x[t]);

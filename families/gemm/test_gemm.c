@@ -372,6 +372,19 @@ static void test_cost_gemm(void) {
   EXPECT(cost_of(&kv_family_gemm, "shape=256x128x64 beta=1").bytes == g.bytes + 2.0 * 256 * 128, "C counted");
 }
 
+/* docs/NUMERICS.md: fp32 accumulation of mixed-sign products rounds its output to nearest and is
+ * judged for bias; near_max's same-sign sums carry the tensor cores' truncation bias, reduced
+ * accumulators theirs: both are part of the model, never judged. */
+static void test_bias_declaration_gemm(void) {
+  EXPECT(unbiased_of(&kv_family_gemm, "precision=fp16:fp32 dist=normal") &&
+             unbiased_of(&kv_family_gemm, "precision=bf16:fp32 dist=uniform") &&
+             unbiased_of(&kv_family_gemm, "precision=e4m3:fp32 dist=normal"),
+         "fp32 accumulation of normal and uniform inputs is judged for bias");
+  EXPECT(!unbiased_of(&kv_family_gemm, "precision=fp16:fp32 dist=near_max") &&
+             !unbiased_of(&kv_family_gemm, "precision=fp16:fp16 dist=normal"),
+         "near_max and fp16 accumulation are not");
+}
+
 static void test_tensors_gemm(void) {
   fcase f;
   fcase_make(&f, &kv_family_gemm, "precision=bf16:fp32 shape=8x4x64 dist=near_max");
@@ -486,6 +499,8 @@ int main(void) {
   test_parse_shape();
   TEST("FLOP, byte and row counts");
   test_cost_gemm();
+  TEST("the rounding-bias verdict: fp32 accumulation of mixed-sign sums");
+  test_bias_declaration_gemm();
   TEST("input tensors per distribution");
   test_tensors_gemm();
   TEST("FP8: truncated tensor-core accumulation and its promotion on a hand-computed sum");

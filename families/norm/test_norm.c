@@ -234,6 +234,18 @@ static void test_cost_norm(void) {
   EXPECT(l.rows == 1024 && l.row_len == 4096 && l.red_len == 4096, "norm rows %zu x %zu", l.rows, l.row_len);
 }
 
+/* fp32 statistics and an fp32 affine step round the 16-bit output once, to nearest: judged for
+ * bias; the serial kernels' 16-bit accumulators are not (their rounding is the model's). */
+static void test_bias_declaration_norm(void) {
+  static const kv_family *const fams[] = {&kv_family_layernorm, &kv_family_rmsnorm};
+  for (int i = 0; i < 2; i++) {
+    EXPECT(unbiased_of(fams[i], "precision=fp16:fp32") && unbiased_of(fams[i], "precision=bf16:fp32"),
+           "%s: 16-bit storage with fp32 accumulation is judged for bias", fams[i]->name);
+    EXPECT(!unbiased_of(fams[i], "precision=fp16:fp16") && !unbiased_of(fams[i], "precision=bf16:bf16"),
+           "%s: 16-bit accumulation is not", fams[i]->name);
+  }
+}
+
 static void test_tensors_norm(void) {
   fcase f;
   fcase_make(&f, &kv_family_layernorm, "precision=fp32:fp32 rows=3 hidden=5 dist=offset");
@@ -312,6 +324,8 @@ int main(void) {
   test_invalid_norm();
   TEST("FLOP, byte and row counts");
   test_cost_norm();
+  TEST("the rounding-bias verdict: fp32 accumulation");
+  test_bias_declaration_norm();
   TEST("input tensors per distribution");
   test_tensors_norm();
   TEST("the kernel choice holds every hidden size");

@@ -1,7 +1,7 @@
 /* family_checks.h - checks every family test makes of its own descriptor and references, on
  * top of family_case.h: the axis and parameter tables as agreed (names, order, types,
- * defaults, choices, ranges; every default valid), invalid() and cost() of a case given as a
- * spec string, tensor specs, and the fp64 reference against its double-double twin on inputs
+ * defaults, choices, ranges; every default valid), invalid(), cost() and the bias declaration
+ * of a case given as a spec string, tensor specs, and the fp64 reference against its double-double twin on inputs
  * a test made ill-conditioned. Header-only (static inline), because the counters of
  * test_util.h are per test program. */
 #ifndef KVAL_TEST_FAMILY_CHECKS_H
@@ -92,6 +92,13 @@ static inline const char *invalid_of(const kv_family *fam, const char *spec, con
   fcase f;
   fcase_init(&f, fam, spec);
   return fam->invalid(&f.c, backend);
+}
+
+/* 1 when the family declares the case's output unbiased (the rounding-bias verdict judges it). */
+static inline int unbiased_of(const kv_family *fam, const char *spec) {
+  fcase f;
+  fcase_init(&f, fam, spec);
+  return fam->unbiased ? fam->unbiased(&f.c) : 0;
 }
 
 static inline kv_cost cost_of(const kv_family *fam, const char *spec) {
