@@ -120,6 +120,11 @@ static void test_expansion(void) {
   EXPECT(p.n_cases == 8, "8 cases");
   EXPECT(fp->param[0] == 2.5, "scale = 2.5");
   EXPECT(fp->axis[1].n == 3 && fp->axis[1].ints[2] == 3, "n values parsed");
+  kv_plan z;
+  if (build("[alpha]\nn = 0100 064\n", NULL, NULL, "cuda", KV_MODE_FLEET, &z) == 0) {
+    EXPECT(z.fam[0].axis[1].ints[0] == 100 && z.fam[0].axis[1].ints[1] == 64, "leading zeros are decimal: 0100 is 100");
+    kv_plan_free(&z);
+  }
   /* cell = ((precision * 3) + n) * 2 + mode */
   EXPECT(fp->skip_reason[0] == NULL, "cell 0 (fp16:fp32, 16, a) valid");
   EXPECT(fp->skip_reason[6] && strstr(fp->skip_reason[6], "accumulator"), "cell 6 (bf16:fp16, 16, a): precision reason");
@@ -308,6 +313,8 @@ static void test_errors(void) {
   expect_error("[alpha]\nn = 16 abc\n", NULL, NULL, "d.deck:2:8: error: not an integer value of alpha.n (got 'abc'; ",
                "expected an integer in 1..4096)");
   expect_error("[alpha]\nn = 1.5\n", NULL, NULL, "d.deck:2:5: error: not an integer value of alpha.n", "1.5");
+  /* decimal only, as the expected text says: no C base prefixes */
+  expect_error("[alpha]\nn = 16 0x40\n", NULL, NULL, "d.deck:2:8: error: not an integer value of alpha.n", "0x40");
   expect_error("[alpha]\nn = 16 8192\n", NULL, NULL, "d.deck:2:8: error: value out of range of alpha.n (got '8192'",
                "1..4096");
   expect_error("[alpha]\nn = 0\n", NULL, NULL, "d.deck:2:5: error: value out of range", "got '0'");

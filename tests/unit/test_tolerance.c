@@ -144,6 +144,11 @@ static void test_defaults(void) {
          "bf16:bf16 bound");
   EXPECT(kv_tolerance_bound(&t32, f32, 1.0, 1.0, 0.0) == kv_tolerance_bound(&t32, f32, 1.0, 1.0, 1.0),
          "a reduction length below 1 counts as 1");
+  const kv_precision e4 = {KV_E4M3, KV_FP32};
+  const kv_tolerance t8 = kv_tolerance_default(e4);
+  EXPECT(kv_tolerance_bound(&t8, e4, 3.0, 0.0, 64.0) - kv_tolerance_bound(&t8, e4, 0.0, 0.0, 64.0) == 2 * 0x1p-8 * 3.0 &&
+             t8.abs_floor == 0x1p-133,
+         "e4m3:fp32: c1 term and floor of the bf16 output, not of the 8-bit storage");
 }
 
 /* Correct kernels pass on every precision, K and input distribution. */
