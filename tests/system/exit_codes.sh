@@ -1,7 +1,8 @@
 #!/bin/sh
 # exit_codes.sh - the documented exit codes: 0 all passed, 1 a case failed validation
-# (--inject nan / scale / bitflip), 2 usage or input errors (bad option, missing deck,
-# existing output without --force), each with a clear message and no output file left.
+# (--inject nan / scale / bitflip) or fingerprints disagree while every case passed, 2 usage or
+# input errors (bad option, missing deck, existing output without --force), each with a clear
+# message and no output file left.
 set -u
 : "${KVAL:?}" "${top_srcdir:?}" "${MPIRUN:=mpirun}"
 [ -x "$KVAL" ] || { echo "SKIP: $KVAL not built"; exit 77; }
@@ -30,4 +31,9 @@ expect 1 "--inject scale fails validation" "$KVAL" --backend cpu --quiet --only 
 grep -q "fail_tolerance" "$tmp/out" || { echo "FAIL: scale injection not reported as fail_tolerance"; rc=1; }
 expect 1 "--inject bitflip on rank 1 is a fingerprint disagreement" "$MPIRUN" -np 2 "$KVAL" --backend cpu --quiet --only gemm --inject bitflip@1:0 "$deck" -o "$tmp/flip.h5"
 grep -q "FINGERPRINT MISMATCH.*rank 1" "$tmp/out" || { echo "FAIL: bitflip on rank 1 not named"; cat "$tmp/out"; rc=1; }
+# a disagreement alone: a 1e-3 scale of rank 1's fp16-accumulation output changes bits within the
+# reduced accumulator's tolerance, so every case passes and only the comparison fails the job
+printf '[rmsnorm]\nprecision = fp16:fp16\nrows = 64\nhidden = 128\n' >"$tmp/fp.deck"
+expect 1 "a fingerprint disagreement with every case passed" "$MPIRUN" -np 2 "$KVAL" --backend cpu --inject scale@1 "$tmp/fp.deck" -o "$tmp/fp.h5"
+grep -q "2 passed.* 0 failed.* 2 fingerprint disagreements" "$tmp/out" || { echo "FAIL: not 2 passed, 0 failed, 2 disagreements"; cat "$tmp/out"; rc=1; }
 exit $rc

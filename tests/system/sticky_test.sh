@@ -2,7 +2,8 @@
 # sticky_test.sh - the fatal path of a device error that leaves the GPU unusable, simulated
 # on the cpu backend with --inject sticky@1:3 on 2 ranks: kval must not hang, must exit
 # nonzero (3, MPI_Abort), and the file must hold every finished case of both ranks, the
-# failing case as status error with its message, nothing after it on that rank; then
+# failing case as status error with its message, nothing after it on that rank, and say it is
+# not complete (a fleet file is complete when every rank holds every case); then
 # --resume --retry-errors finishes the file and exits 0.
 set -u
 : "${KVAL:?}" "${top_srcdir:?}" "${MPIRUN:=mpirun}" "${PYTHON:=python3}"
@@ -34,6 +35,7 @@ check(flat[3] == 5, f"the failing case has status {flat[3]}, not error")
 msg = f["layernorm/message"][1].ravel()[3]
 check(b"sticky" in bytes(msg), f"the failing case's message is {msg!r}")
 check((flat[4:] == 0).all() and (rms[1] == 0).all(), "rank 1 ran cases after the fatal error")
+check(f.attrs["complete"] == 0, "the file reads complete, though rank 1 ran none of its later cases")
 sys.exit(0 if ok else 1)
 PY
 timeout 120 "$MPIRUN" -np 2 "$KVAL" --backend cpu --quiet --only layernorm,rmsnorm --resume "$f" --retry-errors "$deck" \
