@@ -34,8 +34,9 @@
 #   mutants outside families/ run it whole. The baseline (the unmutated build must pass what the
 #   mutants run: the union of their families, else the whole deck) runs while the first mutants
 #   build; the union of the selected mutants' tests runs once on an unmutated copy of the build
-#   tree, and must pass, before any of them judges a mutant. Results: a table on stdout, a TSV in --results (default
-#   $OUT/mutation-results.tsv when OUT is set, else ./mutation-results-KIND.tsv), and the line
+#   tree, and must pass, before any of them judges a mutant. Results: a table on stdout, a TSV
+#   in --results (default $OUT/mutation-results.tsv when OUT is set, else
+#   ./mutation-results-KIND.tsv), and the line
 #   "mutants: K killed of N (S survived: ids; B broken: ids)". Exit 0 only when every selected
 #   mutant ran and was killed; 1 otherwise; 2 for usage errors, stale mutants or a failing
 #   unmutated baseline run.
