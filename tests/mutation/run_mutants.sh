@@ -173,9 +173,11 @@ run_tests() {
   local dir=$1 t res first=- ran=0
   shift
   for t in "$@"; do rm -f "$dir/${t%.*}.log" "$dir/${t%.*}.trs"; done # else make keeps a script test's old result
-  # a copied build tree's Makefile still names s0: the tests must run this tree's kval
-  (cd "$dir" && make -j"$make_jobs" check TESTS="$*" check_PROGRAMS= abs_top_builddir="$dir" abs_top_srcdir="$dir") \
-    >"$dir/mutant-tests.log" 2>&1
+  # a copied build tree's Makefile still names s0: the tests must run this tree's kval; and
+  # under make check (cpu_mutants.sh) the outer make's TEST_LOGS, inherited through MAKEFLAGS,
+  # would replace TESTS and run cpu_mutants.sh again, recursively: a make of its own
+  (cd "$dir" && env -u MAKEFLAGS -u MAKEOVERRIDES -u MFLAGS -u MAKELEVEL make -j"$make_jobs" check TESTS="$*" \
+     check_PROGRAMS= abs_top_builddir="$dir" abs_top_srcdir="$dir") >"$dir/mutant-tests.log" 2>&1
   for t in "$@"; do
     res=$(sed -n 's/^:test-result: //p' "$dir/${t%.*}.trs" 2>/dev/null | head -n 1)
     [ -n "$res" ] && ran=1
