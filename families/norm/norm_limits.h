@@ -71,8 +71,8 @@ static inline const char *kv_norm_unsupported(kv_precision p) {
  * threads per row as that takes up to 512 vectors (RMSNorm: four), four vectors per thread up
  * to 2048, eight beyond. Rows that are not (the peeled kernel, whose end elements cost no
  * vector slot): the same up to 64 vectors, then 64 threads x 2 up to 128, 64 x 4 (RMSNorm
- * 128 x 2) up to 256, 128 x 4 (RMSNorm x 6) up to 512, 256 x 4 up to 1024, 256 x 8 up to
- * 2048, 512 x 8 beyond.
+ * 128 x 2) up to 256, 128 x 4 (RMSNorm x 6) up to 512, 256 x 4 up to 1024, 256 x 8 (LayerNorm
+ * 256 x 6 up to 1536) up to 2048, 512 x 8 beyond.
  * -1: no register-resident configuration (reduced accumulators: the serial path; rows over
  * 4096 vectors: the general path). */
 static inline int kv_norm_choice(int layernorm, kv_dtype storage, kv_dtype accum, long long hidden) {
@@ -84,7 +84,11 @@ static inline int kv_norm_choice(int layernorm, kv_dtype storage, kv_dtype accum
   const long long nvec = kv_norm_vectors(storage, hidden);
   long long cap = 8;
   for (int i = 0; i < 10; i++, cap *= 2)
-    if (nvec <= cap) return by_size[peeled][layernorm ? 1 : 0][i];
+    if (nvec <= cap) {
+      const int c = by_size[peeled][layernorm ? 1 : 0][i];
+      /* peeled LayerNorm rows of 1025 - 1536 vectors: 256 x 6 (28), which holds them */
+      return layernorm && peeled && nvec > 1024 && nvec <= 256 * 6 ? 28 : c;
+    }
   return -1;
 }
 

@@ -28,7 +28,8 @@ const struct {
                {8192, 8192, "bf16:fp32"},  {16384, 4100, "fp16:fp32"}, {16384, 4100, "bf16:fp32"},
                {16384, 4097, "fp16:fp32"}, {16384, 4097, "bf16:fp32"}, {16384, 11009, "fp16:fp32"},
                {16384, 11009, "bf16:fp32"}, {16384, 4099, "fp32:fp32"}, {65536, 1025, "fp16:fp32"},
-               {32768, 2047, "bf16:fp32"}};
+               {32768, 2047, "bf16:fp32"}, {16384, 6145, "fp16:fp32"}, {8192, 14337, "bf16:fp32"},
+               {16384, 2051, "fp32:fp32"}, {8192, 8195, "fp32:fp32"}};
 const char *const kNorms[] = {"layernorm", "rmsnorm"};
 
 /* Every configuration index of the table, and -1 (the general path), as launch arguments. */
