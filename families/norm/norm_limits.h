@@ -77,18 +77,21 @@ static inline const char *kv_norm_unsupported(kv_precision p) {
  * 4096 vectors: the general path). */
 static inline int kv_norm_choice(int layernorm, kv_dtype storage, kv_dtype accum, long long hidden) {
   if (accum != KV_FP32 || hidden <= 0) return -1;
-  /* table entries for rows of up to 8, 16, 32, ..., 4096 whole vectors: [peeled][layernorm] */
-  static const int by_size[2][2][10] = {{{0, 1, 2, 3, 16, 7, 9, 12, 14, 15}, {0, 1, 2, 3, 16, 7, 10, 12, 14, 15}},
-                                        {{18, 19, 20, 21, 22, 33, 25, 26, 29, 31}, {18, 19, 20, 21, 22, 23, 24, 26, 29, 31}}};
+  /* [peeled][layernorm]: {the most whole vectors a row may have, configuration}, by size */
+  typedef struct {
+    int cap, config;
+  } kv_norm_bucket;
+  static const kv_norm_bucket by_size[2][2][11] = {
+      {{{8, 0}, {16, 1}, {32, 2}, {64, 3}, {128, 16}, {256, 7}, {512, 9}, {1024, 12}, {2048, 14}, {4096, 15}},
+       {{8, 0}, {16, 1}, {32, 2}, {64, 3}, {128, 16}, {256, 7}, {512, 10}, {1024, 12}, {2048, 14}, {4096, 15}}},
+      {{{8, 18}, {16, 19}, {32, 20}, {64, 21}, {128, 22}, {256, 33}, {512, 25}, {1024, 26}, {2048, 29}, {4096, 31}},
+       {{8, 18}, {16, 19}, {32, 20}, {64, 21}, {128, 22}, {256, 23}, {512, 24}, {1024, 26}, {1536, 28}, {2048, 29},
+        {4096, 31}}}};
   const int peeled = hidden % kv_norm_vec_of(storage) != 0;
   const long long nvec = kv_norm_vectors(storage, hidden);
-  long long cap = 8;
-  for (int i = 0; i < 10; i++, cap *= 2)
-    if (nvec <= cap) {
-      const int c = by_size[peeled][layernorm ? 1 : 0][i];
-      /* peeled LayerNorm rows of 1025 - 1536 vectors: 256 x 6 (28), which holds them */
-      return layernorm && peeled && nvec > 1024 && nvec <= 256 * 6 ? 28 : c;
-    }
+  const kv_norm_bucket *b = by_size[peeled][layernorm ? 1 : 0];
+  for (int i = 0; i < 11 && b[i].cap > 0; i++)
+    if (nvec <= b[i].cap) return b[i].config;
   return -1;
 }
 
