@@ -111,9 +111,12 @@ CONF
   # The emulated nodes share one kernel: Open MPI's shared-memory transport names its segments
   # by host name and node-local rank, so ranks of two nodes would share (and corrupt) one
   # segment. TCP between all ranks; jobs inherit this (sbatch --export=ALL). Up to 8 ranks share
-  # the machine's cores: a rank waiting in a collective yields instead of spinning.
-  OMPI_MCA_btl=self,tcp OMPI_MCA_mpi_yield_when_idle=1
-  export OMPI_MCA_btl OMPI_MCA_mpi_yield_when_idle
+  # the machine's cores: a rank waiting in a collective yields instead of spinning. Every
+  # emulated node is this machine, so the TCP transport uses the loopback interface only: an
+  # outward interface (a sandbox's virtual NIC) can refuse or stall connections to its own
+  # address under load, which failed the wire-up of a 2-node step.
+  OMPI_MCA_btl=self,tcp OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl_tcp_if_include=lo
+  export OMPI_MCA_btl OMPI_MCA_mpi_yield_when_idle OMPI_MCA_btl_tcp_if_include
   /usr/sbin/slurmctld -f "$SLURM_CONF" || { echo "slurm_cluster: slurmctld did not start"; cat "$d/slurmctld.log"; return 1; }
   k=1
   while [ $k -le "$sc_n" ]; do
