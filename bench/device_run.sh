@@ -6,7 +6,8 @@
 #   bash bench/device_run.sh fa2|gemm|norm|decode|all
 #   fa2   families/fa2/bench/fa2_bench bench and ladder, families/fa2/bench/peers.py (SDPA)
 #   gemm  families/gemm/bench/gemm_bench bench, ladder and ladder-fp8 (the peer is cuBLAS, variant cublas)
-#   norm  families/norm/bench/norm_bench bench and configs, families/norm/bench/peers.py
+#   norm  families/norm/bench/norm_bench bench and configs, families/norm/bench/peers.py (and
+#         norm_bench sweep with BENCH_SWEEP=1: the choice's size buckets against every configuration)
 #   decode families/decode/bench/decode_bench bench and pages, families/decode/bench/peers.py
 # Environment: OUT (default /tmp/kval-bench): the CSV files and logs; KVAL_BUILD (default
 # /tmp/kval-bench-build): the build tree, configured there (CONFIGURE_ARGS) unless it already
@@ -93,7 +94,8 @@ for f in $families; do
   case $f in
     fa2) drive fa2 bench 180; drive fa2 ladder 90 1; peers fa2 120 ;;
     gemm) drive gemm bench 120; drive gemm ladder 150 1; drive gemm ladder-fp8 60 1 ;;
-    norm) drive norm bench 60; drive norm configs 120 1; peers norm 60 ;;
+    norm) drive norm bench 60; drive norm configs 120 1; peers norm 60
+      [ "${BENCH_SWEEP:-0}" = 1 ] && drive norm sweep 200 1 ;;
     decode) drive decode bench 60; drive decode pages 40 1; peers decode 60 ;;
   esac
 done
@@ -115,7 +117,8 @@ for f in $families; do
       table "$OUT/fa2_ladder.csv" ;;
     gemm) table "$OUT/gemm_bench.csv" --ratio-to cublas; table "$OUT/gemm_ladder.csv" --ratio-to cublas
       table "$OUT/gemm_ladder-fp8.csv" --ratio-to cublas ;;
-    norm) table "$OUT/norm_bench.csv" "$OUT/norm_peers.csv" --ratio-to torch --ratio-to copy; table "$OUT/norm_configs.csv" --best ;;
+    norm) table "$OUT/norm_bench.csv" "$OUT/norm_peers.csv" --ratio-to torch --ratio-to copy; table "$OUT/norm_configs.csv" --best
+      table "$OUT/norm_sweep.csv" --best --ratio-to kval ;;
     decode) table "$OUT/decode_bench.csv" "$OUT/decode_peers.csv" --ratio-to gather+sdpa --ratio-to sdpa --ratio-to copy; table "$OUT/decode_pages.csv" ;;
   esac
 done

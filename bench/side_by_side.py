@@ -5,7 +5,8 @@ shape columns the files share), one column per backend with its TFLOP/s (GB/s fo
 rmsnorm and decode), a "!" after a value whose case failed validation (verdict not pass), and each
 backend's ratio to every --ratio-to backend. Columns with a single value are named once above
 their table. --best prints, per case, only the fastest backend and its value (the tile and
-configuration ladders).
+configuration ladders), and beside it each --ratio-to backend's value and the fastest's ratio to
+it (norm_bench sweep: the family's own choice, backend kval, against the best configuration).
 
   side_by_side.py [--ratio-to BACKEND]... [--best] FILE.csv...
 """
@@ -65,8 +66,12 @@ def family_table(family, rows, keys, ratio_to, best):
     if best:
         for key, got in cases.items():
             name, (v, mark) = max(got.items(), key=lambda kv: -math.inf if math.isnan(kv[1][0]) else kv[1][0])
-            lines.append([key[i] for i in shown] + [name, fmt(v) + mark])
-        print_table(header + ["fastest", metric], lines)
+            line = [key[i] for i in shown] + [name, fmt(v) + mark]
+            for r in ratio_to:
+                rv, rmark = got.get(r, (math.nan, ""))
+                line += [fmt(rv) + rmark, f"{v / rv:.2f}" if rv and not math.isnan(rv) else "-"]
+            lines.append(line)
+        print_table(header + ["fastest", metric] + [c for r in ratio_to for c in (r, f"fastest/{r}")], lines)
         return
     others = [b for b in backends if b not in ratio_to]
     ratios = [(b, r) for r in ratio_to if r in backends for b in others]

@@ -1,13 +1,19 @@
 /* norm_bench.cu - the layernorm and rmsnorm families' bench driver, on the bench harness
  * (bench/harness.h): every row is a kval case run, timed and validated as the job runs it.
- *   norm_bench [bench|configs|all] [--csv FILE] [--deck FILE] [--set run.KEY=VALUE]...
+ *   norm_bench [bench|configs|sweep|all] [--csv FILE] [--deck FILE] [--set run.KEY=VALUE]...
  * bench    LayerNorm and RMSNorm through the families' own dispatch (backend "kval": the
  *          configuration kv_norm_default_config chooses, printed beside it) at the shapes
  *          PyTorch's peers time (peers.py), fp16, bf16 and fp32 storage, fp32 accumulation
  * configs  at the same shapes every configuration of the KV_NORM_CONFIGS table (norm_limits.h)
  *          that holds the row, and the general path, each launched on the family's prepared
  *          problem (a launch override), named fast.tpr<T>.nv<V>, peeled.tpr<T>.nv<V>, general
- * all      both (the default). Exit 0 when every case passed, 1 otherwise, 77 without a GPU. */
+ * sweep    the size buckets of kv_norm_choice: both norms, every storage type, rows of N whole
+ *          16-byte vectors (N across the buckets' caps, kSweepVectors) with and without end
+ *          elements, 128 MiB of input each: the family's choice (backend "kval") and every
+ *          register-resident configuration that holds the row, so the table is checked
+ *          against the configurations at every bucket (side_by_side.py --best --ratio-to kval)
+ * all      every command in turn (the default). Exit 0 when every case passed, 1 otherwise, 77
+ *          without a GPU. */
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +37,9 @@ const struct {
                {32768, 2047, "bf16:fp32"}, {16384, 6145, "fp16:fp32"}, {8192, 14337, "bf16:fp32"},
                {16384, 2051, "fp32:fp32"}, {8192, 8195, "fp32:fp32"}};
 const char *const kNorms[] = {"layernorm", "rmsnorm"};
+/* sweep: whole vectors per row, around and at the caps of kv_norm_choice's buckets */
+const int kSweepVectors[] = {48, 64, 96, 128, 192, 256, 384, 512, 640, 768, 1024, 1280, 1536, 1792, 2048, 3072, 4096};
+const char *const kSweepPrecisions[] = {"fp16:fp32", "bf16:fp32", "fp32:fp32"};
 
 /* Every configuration index of the table, and -1 (the general path), as launch arguments. */
 struct config_ids {
@@ -61,11 +70,15 @@ void config_name(int config, char *buf, size_t n) {
   else snprintf(buf, n, "%s.tpr%d.nv%d", c.kind == KV_NORM_PEELED ? "peeled" : "fast", c.tpr, c.nv);
 }
 
-kv_status run(kv_bench *b, const char *norm, int shape, const char *backend, const kv_cuda_launch_override *ovr) {
+kv_status run_shape(kv_bench *b, const char *norm, const char *prec, long long rows, int hidden, const char *backend,
+                    const kv_cuda_launch_override *ovr) {
   char spec[128];
-  snprintf(spec, sizeof spec, "precision=%s rows=%lld hidden=%d", kShapes[shape].prec, kShapes[shape].rows,
-           kShapes[shape].hidden);
+  snprintf(spec, sizeof spec, "precision=%s rows=%lld hidden=%d", prec, rows, hidden);
   return kv_bench_case(b, norm, spec, backend, ovr);
+}
+
+kv_status run(kv_bench *b, const char *norm, int shape, const char *backend, const kv_cuda_launch_override *ovr) {
+  return run_shape(b, norm, kShapes[shape].prec, kShapes[shape].rows, kShapes[shape].hidden, backend, ovr);
 }
 
 kv_status bench(kv_bench *b) {
@@ -103,24 +116,43 @@ kv_status config_resources(const void *state, kv_kernel_resources *r) {
 
 void config_release(void *state) { delete static_cast<kv_norm_problem *>(state); }
 
+/* Every configuration that holds the shape's rows, the general path too when `general`. */
+kv_status every_config(kv_bench *b, const char *norm, const char *prec, long long rows, int hidden, bool general) {
+  const kv_norm_problem pr = shape_problem(norm, hidden, prec);
+  for (const int &config : kConfigs.id) {
+    if (config >= 0 ? !kv_norm_config_fits(&pr, config) : !general) continue;
+    const kv_cuda_launch_override ovr = {config_prepare, config_launch, config_resources, config_release, &config};
+    char name[32];
+    config_name(config, name, sizeof name);
+    KV_TRY(run_shape(b, norm, prec, rows, hidden, name, &ovr));
+  }
+  return KV_OK;
+}
+
 kv_status configs(kv_bench *b) {
   for (int s = 0; s < (int)(sizeof kShapes / sizeof kShapes[0]); ++s)
-    for (const char *norm : kNorms) {
-      const kv_norm_problem pr = shape_problem(norm, kShapes[s].hidden, kShapes[s].prec);
-      for (const int &config : kConfigs.id) {
-        if (config >= 0 && !kv_norm_config_fits(&pr, config)) continue;
-        const kv_cuda_launch_override ovr = {config_prepare, config_launch, config_resources, config_release, &config};
-        char name[32];
-        config_name(config, name, sizeof name);
-        KV_TRY(run(b, norm, s, name, &ovr));
-      }
-    }
+    for (const char *norm : kNorms)
+      KV_TRY(every_config(b, norm, kShapes[s].prec, kShapes[s].rows, kShapes[s].hidden, true));
+  return KV_OK;
+}
+
+kv_status sweep(kv_bench *b) {
+  for (const char *prec : kSweepPrecisions)
+    for (const int nvec : kSweepVectors)
+      for (const int ends : {0, 1})
+        for (const char *norm : kNorms) {
+          const kv_norm_problem probe = shape_problem(norm, 1, prec);
+          const int vec = kv_norm_vec_of(probe.storage), hidden = nvec * vec + ends;
+          const long long rows = (128LL << 20) / ((long long)hidden * kv_dtype_size(probe.storage));
+          KV_TRY(run_shape(b, norm, prec, rows, hidden, nullptr, nullptr));
+          KV_TRY(every_config(b, norm, prec, rows, hidden, false));
+        }
   return KV_OK;
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
-  static const kv_bench_command commands[] = {{"bench", bench}, {"configs", configs}, {nullptr, nullptr}};
+  static const kv_bench_command commands[] = {{"bench", bench}, {"configs", configs}, {"sweep", sweep}, {nullptr, nullptr}};
   return kv_bench_main("layernorm", commands, argc, argv);
 }
