@@ -65,32 +65,40 @@ static inline const char *kv_norm_unsupported(kv_precision p) {
                                                       : NULL;
 }
 
-/* The measured choice (families/norm/bench/norm_bench.cu on an H200; docs/PERFORMANCE.md) for
- * 16-byte aligned tensors, by the whole vectors of a row. Rows of whole vectors (the fast
- * kernel): one warp or less per row up to 32 vectors; then two vectors per thread and as many
- * threads per row as that takes up to 512 vectors (RMSNorm: four), four vectors per thread up
- * to 2048, eight beyond. Rows that are not (the peeled kernel, whose end elements cost no
- * vector slot): the same up to 64 vectors, then 64 threads x 2 up to 128, 64 x 4 (RMSNorm
- * 128 x 2) up to 256, 128 x 4 (RMSNorm x 6) up to 512, 256 x 4 up to 1024, 256 x 8 (LayerNorm
- * 256 x 6 up to 1536) up to 2048, 512 x 8 beyond.
+/* The measured choice for 16-byte aligned tensors, by storage width, rows of whole vectors
+ * (the fast kernel) or not (the peeled kernel, whose end elements cost no vector slot), and
+ * norm: each bucket {the most whole vectors a row may have, configuration}, the first that
+ * holds the row. Measured on an H200 (families/norm/bench/norm_bench.cu: `sweep` times every
+ * configuration that holds rows of 48 - 4096 vectors of each storage type, `configs` the bench
+ * shapes; docs/PERFORMANCE.md): one warp or less per row up to 32 vectors, then as many
+ * threads per row as two, four, six or eight vectors each take, the count per thread chosen
+ * where it measured fastest (LayerNorm's 513 - 768 peeled vectors on 128 x 6, RMSNorm's 1025 -
+ * 1536 on 256 x 6; fp32 RMSNorm's 1537 - 2048 on 512 x 4, 16-bit ones' on 256 x 8).
  * -1: no register-resident configuration (reduced accumulators: the serial path; rows over
  * 4096 vectors: the general path). */
 static inline int kv_norm_choice(int layernorm, kv_dtype storage, kv_dtype accum, long long hidden) {
   if (accum != KV_FP32 || hidden <= 0) return -1;
-  /* [peeled][layernorm]: {the most whole vectors a row may have, configuration}, by size */
   typedef struct {
     int cap, config;
   } kv_norm_bucket;
-  static const kv_norm_bucket by_size[2][2][11] = {
-      {{{8, 0}, {16, 1}, {32, 2}, {64, 3}, {128, 16}, {256, 7}, {512, 9}, {1024, 12}, {2048, 14}, {4096, 15}},
-       {{8, 0}, {16, 1}, {32, 2}, {64, 3}, {128, 16}, {256, 7}, {512, 10}, {1024, 12}, {2048, 14}, {4096, 15}}},
-      {{{8, 18}, {16, 19}, {32, 20}, {64, 21}, {128, 22}, {256, 33}, {512, 25}, {1024, 26}, {2048, 29}, {4096, 31}},
-       {{8, 18}, {16, 19}, {32, 20}, {64, 21}, {128, 22}, {256, 23}, {512, 24}, {1024, 26}, {1536, 28}, {2048, 29},
-        {4096, 31}}}};
+  /* [fp32 storage][peeled][layernorm] */
+  static const kv_norm_bucket by_size[2][2][2][12] = {
+      {{{{8, 0}, {16, 1}, {32, 2}, {64, 3}, {128, 16}, {256, 7}, {512, 9}, {1024, 12}, {1536, 13}, {2048, 14}, {4096, 15}},
+        {{8, 0}, {16, 1}, {32, 2}, {64, 3}, {128, 16}, {256, 7}, {512, 9}, {1024, 12}, {2048, 14}, {4096, 15}}},
+       {{{8, 18}, {16, 19}, {32, 20}, {64, 21}, {128, 22}, {256, 33}, {512, 25}, {768, 27}, {1024, 26}, {1536, 28},
+         {2048, 29}, {4096, 31}},
+        {{8, 18}, {16, 19}, {32, 20}, {64, 21}, {128, 22}, {256, 23}, {512, 24}, {768, 25}, {1024, 26}, {1536, 28},
+         {2048, 29}, {4096, 31}}}},
+      {{{{8, 0}, {16, 1}, {32, 2}, {64, 3}, {128, 16}, {256, 7}, {512, 9}, {1024, 12}, {2048, 14}, {4096, 15}},
+        {{8, 0}, {16, 1}, {32, 2}, {64, 3}, {128, 16}, {256, 7}, {512, 10}, {1024, 12}, {2048, 14}, {4096, 15}}},
+       {{{8, 18}, {16, 19}, {32, 20}, {64, 21}, {128, 22}, {256, 33}, {512, 24}, {1024, 26}, {1536, 28}, {2048, 30},
+         {4096, 31}},
+        {{8, 18}, {16, 19}, {32, 20}, {64, 21}, {128, 22}, {256, 23}, {512, 24}, {768, 25}, {1024, 26}, {1536, 28},
+         {2048, 29}, {4096, 31}}}}};
   const int peeled = hidden % kv_norm_vec_of(storage) != 0;
   const long long nvec = kv_norm_vectors(storage, hidden);
-  const kv_norm_bucket *b = by_size[peeled][layernorm ? 1 : 0];
-  for (int i = 0; i < 11 && b[i].cap > 0; i++)
+  const kv_norm_bucket *b = by_size[storage == KV_FP32][peeled][layernorm ? 1 : 0];
+  for (int i = 0; i < 12 && b[i].cap > 0; i++)
     if (nvec <= b[i].cap) return b[i].config;
   return -1;
 }
