@@ -4,7 +4,8 @@
 # - [run] on_stall = wait: the warning appears, the job goes on waiting; once the rank is
 #   continued (SIGCONT) it finishes with exit 0 and a file equal to an uninterrupted run;
 # - on_stall = abort: the job ends with exit 3 naming the stalled rank; --resume then
-#   finishes the file (the journals give back what the stalled rank had finished).
+#   finishes the file (the journals give back what the stalled rank had finished);
+# - no warning names a rank silent for less than stall_timeout.
 # The deadline is stall_timeout = 2 s; the test waits for the warning itself (up to 300 s),
 # not for a time, so a loaded machine only makes it slower.
 set -u
@@ -84,4 +85,12 @@ for mode in wait abort; do
     [ $rc -ne 0 ] || echo "ok on_stall = abort: exit 3 naming rank 1; --resume completes the file"
   fi
 done
+# A rank is named only after stall_timeout s of silence (plus twice its case's estimate): no
+# warning of either job gives a shorter silence.
+limit=$(sed -n 's/^stall_timeout = //p' "$tmp/stall.deck")
+for mode in wait abort; do
+  early=$(grep -Eo 'has not reported progress for [0-9]+ s' "$tmp/$mode.log" | awk -v t="$limit" '$6 < t' | head -n 1)
+  [ -z "$early" ] || fail "$mode: a rank named before stall_timeout = $limit s: '$early'"
+done
+[ $rc -ne 0 ] || echo "ok every warning follows at least stall_timeout = $limit s of silence"
 exit $rc
