@@ -13,6 +13,7 @@
 #include "families/gemm/gemm.h"
 #include "families/gemm/gemm_limits.h"
 #include "families/testkit/family_checks.h"
+#include "numerics/tolerance.h"
 #include "tests/unit/test_util.h"
 
 static const char *const precisions[] = {"fp16:fp32", "fp16:fp16", "bf16:fp32", "bf16:bf16"};
@@ -322,6 +323,35 @@ static void test_invalid_fp8(void) {
   EXPECT(g.bytes == 256.0 * 64 + 64 * 128 + 2.0 * 256 * 128 * 2, "e4m3 bytes: 1-byte A, B; bf16 C, D: %g", g.bytes);
 }
 
+/* The test kit's own measures (families/testkit/family_case.c), which every family test
+ * trusts, on one gemm case whose row length (N = 24) is not its reduction length (K = 200):
+ * the inputs are generated from a stream each (A and B differ); an output planted 3 bounds
+ * off has the ratio of the default bound at K = 200 (the case's reduction length); a NaN
+ * output makes the bound ratio and the max relative error infinite. */
+static void test_kit_measures(void) {
+  const double k = 200.0;
+  fcase f;
+  fcase_make(&f, &kv_family_gemm, "precision=fp16:fp16 shape=16x24x200");
+  fcase_generate(&f, 5);
+  int same = 0;
+  for (size_t i = 0; i < 16 * 24; i++) same += kv_load(f.in[0], i, KV_FP16) == kv_load(f.in[1], i, KV_FP16);
+  EXPECT(same < 16 * 24 / 2, "A and B equal in %d of their first %d elements: one stream for both", same, 16 * 24);
+  fcase_emulate(&f);
+  fcase_reference(&f, 0);
+  EXPECT(fcase_bound_ratio(&f) <= 1.0, "the emulation passes (%g)", fcase_bound_ratio(&f));
+  const size_t e = f.n_rows * f.row_len - 1;
+  const kv_tolerance tol = kv_tolerance_default(f.c.prec);
+  const double bound = kv_tolerance_bound(&tol, f.c.prec, f.ref[e], f.mag[e], k);
+  kv_store(f.out[0], e, KV_FP16, f.ref[e] + 3.0 * bound);
+  const double want = fabs(fcase_out(&f, e) - f.ref[e]) / bound, got = fcase_bound_ratio(&f);
+  EXPECT(fabs(got / want - 1.0) < 1e-9, "an output %g bounds off at K = %g: bound ratio %.17g", want, k, got);
+  kv_store(f.out[0], e, KV_FP16, NAN);
+  EXPECT(isinf(fcase_bound_ratio(&f)) && isinf(fcase_max_rel_err(&f, 1e-3)),
+         "a NaN output: bound ratio %g, max relative error %g (expected infinite)", fcase_bound_ratio(&f),
+         fcase_max_rel_err(&f, 1e-3));
+  fcase_free(&f);
+}
+
 static const axis_want gemm_axes[] = {
     {"variant", KV_AXIS_STR, "kval-wgmma kval-mma cublas", "kval-wgmma kval-mma cublas", 0, 0},
     {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0},
@@ -516,5 +546,7 @@ int main(void) {
   TEST("fp64 reference vs double-double on cancelling dot products");
   test_reference_dd("fp16:fp32");
   test_reference_dd("bf16:fp32");
+  TEST("the test kit's measures: input streams, the bound at the reduction length, NaN outputs");
+  test_kit_measures();
   return TEST_RETURN();
 }
