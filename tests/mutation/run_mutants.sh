@@ -8,7 +8,7 @@
 # of its checker failed before any case (exit 3, src/run/selftest.c), or - for a mutant with
 # tests (mutants.tsv's seventh field: a bug in what a run records or counts, which the run
 # itself cannot see) - one of those `make check` tests failed (FAIL or ERROR) in the mutated
-# tree after the run did not flag it. A mutant that does not build, or makes kval exit 2
+# tree (they run first, with KVAL_TEST_FAIL_FAST=1; the deck's run only when they all pass). A mutant that does not build, or makes kval exit 2
 # (input refused), is broken, not killed; one whose `from` text does not occur exactly once is
 # stale and stops the script before anything is built.
 #
@@ -176,8 +176,10 @@ run_tests() {
   # a copied build tree's Makefile still names s0: the tests must run this tree's kval; and
   # under make check (cpu_mutants.sh) the outer make's TEST_LOGS, inherited through MAKEFLAGS,
   # would replace TESTS and run cpu_mutants.sh again, recursively: a make of its own
-  (cd "$dir" && env -u MAKEFLAGS -u MAKEOVERRIDES -u MFLAGS -u MAKELEVEL make -j"$make_jobs" check TESTS="$*" \
-     check_PROGRAMS= abs_top_builddir="$dir" abs_top_srcdir="$dir") >"$dir/mutant-tests.log" 2>&1
+  # (KVAL_TEST_FAIL_FAST=1: a system test that honours it stops at its first failed check)
+  (cd "$dir" && env -u MAKEFLAGS -u MAKEOVERRIDES -u MFLAGS -u MAKELEVEL KVAL_TEST_FAIL_FAST=1 \
+     make -j"$make_jobs" check TESTS="$*" check_PROGRAMS= abs_top_builddir="$dir" abs_top_srcdir="$dir") \
+    >"$dir/mutant-tests.log" 2>&1
   for t in "$@"; do
     res=$(sed -n 's/^:test-result: //p' "$dir/${t%.*}.trs" 2>/dev/null | head -n 1)
     [ -n "$res" ] && ran=1
@@ -242,19 +244,10 @@ run_slot() {
       rc=- check=built killed=-
     else
       fams=$(families_of "$file")
-      flock "$lfd"
-      if [ "$(cat "$scratch/baseline.status")" != passed ]; then
-        flock -u "$lfd"
-        cp "$out.orig" "$dir/$file"
-        printf '%s\t%s\t-\tnot-run\tbaseline\t0\n' "$id" "$mk" >>"$scratch/results.$k"; continue
-      fi
-      read -r rc check < <(run_kval "$dir" "$out.run" ${fams:+--only "$fams"})
-      flock -u "$lfd"
-      killed=no
-      case "$check" in fail_*|error*) killed=yes ;; cut) killed=not-run ;; esac
-      [ "$rc" = 2 ] && killed=broken check=input-refused
-      [ "$killed" = no ] && [ "$rc" != 0 ] && [ "$check" = - ] && check="crash(rc=$rc)"
-      if [ "$killed" = no ] && [ -n "$tests" ]; then
+      rc=- check=- killed=no
+      # a mutant with tests (a bug the deck's run is not expected to see): its tests first, and
+      # the deck's run only when they all pass
+      if [ -n "$tests" ]; then
         while [ ! -s "$scratch/tests.status" ]; do sleep 1; done
         if [ "$(cat "$scratch/tests.status")" != passed ]; then
           killed=not-run check=tests-baseline
@@ -264,6 +257,19 @@ run_slot() {
           cp "$dir/mutant-tests.log" "$out.tests"
           case "$failed" in -) ;; broken) killed=broken check=tests-build ;; *) killed=yes check="test:$failed" ;; esac
         fi
+      fi
+      if [ "$killed" = no ]; then
+        flock "$lfd"
+        if [ "$(cat "$scratch/baseline.status")" != passed ]; then
+          flock -u "$lfd"
+          cp "$out.orig" "$dir/$file"
+          printf '%s\t%s\t-\tnot-run\tbaseline\t0\n' "$id" "$mk" >>"$scratch/results.$k"; continue
+        fi
+        read -r rc check < <(run_kval "$dir" "$out.run" ${fams:+--only "$fams"})
+        flock -u "$lfd"
+        case "$check" in fail_*|error*) killed=yes ;; cut) killed=not-run ;; esac
+        [ "$rc" = 2 ] && killed=broken check=input-refused
+        [ "$killed" = no ] && [ "$rc" != 0 ] && [ "$check" = - ] && check="crash(rc=$rc)"
       fi
     fi
     cp "$out.orig" "$dir/$file" # restored, with a new time stamp: the next make rebuilds what it touched

@@ -10,7 +10,7 @@ set -u
 [ -x "$KVAL" ] || { echo "SKIP: $KVAL not built"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kval_metrics.XXXXXX") && trap 'rm -rf "$tmp"' EXIT
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+fail() { echo "FAIL: $*"; rc=1; [ "${KVAL_TEST_FAIL_FAST:-0}" != 1 ] || exit 1; } # KVAL_TEST_FAIL_FAST=1 (run_mutants.sh): stop at the first failed check
 cat >"$tmp/m.deck" <<'DECK'
 [run]
 warmup = 0
