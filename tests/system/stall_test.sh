@@ -5,7 +5,8 @@
 #   continued (SIGCONT) it finishes with exit 0 and a file equal to an uninterrupted run;
 # - on_stall = abort: the job ends with exit 3 naming the stalled rank; --resume then
 #   finishes the file (the journals give back what the stalled rank had finished);
-# - no warning names a rank silent for less than stall_timeout.
+# - no warning names a rank silent for less than stall_timeout, and no message names rank 0
+#   (the judge of the others' reports) as silent.
 # The deadline is stall_timeout = 2 s; the test waits for the warning itself (up to 300 s),
 # not for a time, so a loaded machine only makes it slower.
 set -u
@@ -52,7 +53,7 @@ wait_for() {
     sleep 0.1
   done
 }
-started() { grep -q "cases on 2 ranks" "$1"; }
+started() { grep -qs "cases on 2 ranks" "$1"; } # -s: the job may not have opened its log yet
 # Rank 0 names rank 1 from its reports (rank 1 stopped in a case) or, when it is itself stuck
 # in a collective write rank 1 never joins, from its watchdog (rank 1 is the one not done).
 # The device is the CPU's model name on the cpu backend, which may hold parentheses
@@ -93,4 +94,11 @@ for mode in wait abort; do
   [ -z "$early" ] || fail "$mode: a rank named before stall_timeout = $limit s: '$early'"
 done
 [ $rc -ne 0 ] || echo "ok every warning follows at least stall_timeout = $limit s of silence"
+# Rank 0 judges the others' reports and never its own: a message naming rank 0 as silent is the
+# checker's bug (the wait job runs past stall_timeout, so such a bug shows there).
+for f in ref wait abort resume; do
+  ! grep -q 'rank 0 (host .* has not reported progress' "$tmp/$f.log" ||
+    fail "$f: rank 0 named as silent: $(grep -m 1 -o 'rank 0 (host .* has not reported progress for [0-9]* s' "$tmp/$f.log")"
+done
+[ $rc -ne 0 ] || echo "ok no message names rank 0 as silent"
 exit $rc
