@@ -8,9 +8,10 @@
 # of its checker failed before any case (exit 3, src/run/selftest.c), or - for a mutant with
 # tests (mutants.tsv's seventh field: a bug in what a run records or counts, which the run
 # itself cannot see) - one of those `make check` tests failed (FAIL or ERROR) in the mutated
-# tree (they run first, with KVAL_TEST_FAIL_FAST=1; the deck's run only when they all pass). A mutant that does not build, or makes kval exit 2
-# (input refused), is broken, not killed; one whose `from` text does not occur exactly once is
-# stale and stops the script before anything is built.
+# tree (they run first, with KVAL_TEST_FAIL_FAST=1; the deck's run only when they all pass). A
+# mutant that does not build, or makes kval exit 2 (input refused), is broken, not killed; one
+# whose `from` text does not occur exactly once is stale and stops the script before anything
+# is built.
 #
 #   tests/mutation/run_mutants.sh [--kind cpu|gpu|cpu-gap|gpu-study|all] [--deck DECK] [--backend cpu|cuda]
 #       [--jobs N] [--make-jobs N] [--only ID,...] [--deadline SECONDS] [--timeout SECONDS]

@@ -2,8 +2,8 @@
 # health_test.sh - the health level and the operator's week on a real Slurm started here
 # (tests/system/slurm_cluster.sh: slurm_start / slurm_stop). jobs/healthcheck.sh is run the
 # way slurmd runs a HealthCheckProgram (as root on the node, outside a job), on the cpu
-# backend: a healthy node passes the shipped health.deck's cases (each timed once) on one rank, stays idle and its
-# metrics say 1 for its GPU; with 3 ranks (a majority names the faulty one) an injected
+# backend: a healthy node passes the shipped health.deck's cases (each timed once) on one rank,
+# stays idle and its metrics say 1 for its GPU; with 3 ranks (a majority names the faulty one) an injected
 # bitflip with -n prints the drain command and leaves the node idle; without -n it drains the node with a reason naming the one faulty GPU, and the metrics say 0 for it; a
 # missing kval or an unreadable deck (exit 2) never drains; a run that cannot end within -t
 # drains with a reason. The health deck's time on the cpu backend is printed (not asserted: no wall-clock
