@@ -118,7 +118,7 @@ __device__ __forceinline__ float thread_sq_dev(const uint4 (&xv)[NV], int t, int
 }  // namespace kv_norm
 
 template <class T, int TPR, int NV, bool LN>
-__global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) kv_norm_fast(kv_norm_params p) {
+__global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR, LN)) kv_norm_fast(kv_norm_params p) {
   constexpr int N = kv_norm::storage<T>::N;
   __shared__ float red[2][kv_norm_block(TPR) / 32];
   const auto [t, row, live] = kv_norm::row_thread_of<TPR>(p);
@@ -231,7 +231,7 @@ __device__ __forceinline__ void peeled_vectors(const kv_norm_params &p, const ui
  * loop (kv_norm::with_words), so the word selection is register moves; with more vectors the
  * four copies cost more than the selection they save (docs/PERFORMANCE.md). */
 template <class T, int TPR, int NV, bool LN>
-__global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR)) kv_norm_peeled(kv_norm_params p) {
+__global__ void __launch_bounds__(kv_norm_block(TPR), kv_norm_min_blocks(TPR, LN)) kv_norm_peeled(kv_norm_params p) {
   using S = kv_norm::storage<T>;
   constexpr int N = S::N;
   constexpr int EX = (2 * N - 2 + TPR - 1) / TPR; /* end elements per thread */

@@ -22,8 +22,8 @@ typedef struct kv_norm_config {
   X(21, 32, 2, PEELED) X(22, 64, 2, PEELED) X(23, 64, 4, PEELED) X(24, 128, 4, PEELED)                     \
   X(25, 128, 6, PEELED) X(26, 256, 4, PEELED) X(27, 128, 8, PEELED) X(28, 256, 6, PEELED)                  \
   X(29, 256, 8, PEELED) X(30, 512, 4, PEELED) X(31, 512, 8, PEELED) X(32, 256, 2, PEELED)                  \
-  X(33, 128, 2, PEELED)
-#define KV_NORM_N_CONFIGS 34
+  X(33, 128, 2, PEELED) X(34, 1024, 4, FAST)
+#define KV_NORM_N_CONFIGS 35
 #define KV_NORM_GENERAL_BLOCK 128 /* threads per row of the general path */
 #define KV_NORM_SERIAL_BLOCK 128  /* rows (one thread each) per block of the serial path */
 
@@ -73,7 +73,10 @@ static inline const char *kv_norm_unsupported(kv_precision p) {
  * shapes; docs/PERFORMANCE.md): one warp or less per row up to 32 vectors, then as many
  * threads per row as two, four, six or eight vectors each take, the count per thread chosen
  * where it measured fastest (LayerNorm's 513 - 768 peeled vectors on 128 x 6, RMSNorm's 1025 -
- * 1536 on 256 x 6; fp32 RMSNorm's 1537 - 2048 on 512 x 4, 16-bit ones' on 256 x 8).
+ * 1536 on 256 x 6; fp32 RMSNorm's 1537 - 2048 on 512 x 4, 16-bit ones' on 256 x 8). Whole-vector
+ * fp32 rows take the peeled kernel's 256 x 6 where it measured faster than the fast kernel
+ * (LayerNorm 1025 - 1536 vectors, RMSNorm 1025 - 1280), and fp32 RMSNorm rows of 2049 - 4096
+ * whole vectors the 1024-thread entry.
  * -1: no register-resident configuration (reduced accumulators: the serial path; rows over
  * 4096 vectors: the general path). */
 static inline int kv_norm_choice(int layernorm, kv_dtype storage, kv_dtype accum, long long hidden) {
@@ -89,8 +92,8 @@ static inline int kv_norm_choice(int layernorm, kv_dtype storage, kv_dtype accum
          {2048, 29}, {4096, 31}},
         {{8, 18}, {16, 19}, {32, 20}, {64, 21}, {128, 22}, {256, 23}, {512, 24}, {768, 25}, {1024, 26}, {1536, 28},
          {2048, 29}, {4096, 31}}}},
-      {{{{8, 0}, {16, 1}, {32, 2}, {64, 3}, {128, 16}, {256, 7}, {512, 9}, {1024, 12}, {2048, 14}, {4096, 15}},
-        {{8, 0}, {16, 1}, {32, 2}, {64, 3}, {128, 16}, {256, 7}, {512, 10}, {1024, 12}, {2048, 14}, {4096, 15}}},
+      {{{{8, 0}, {16, 1}, {32, 2}, {64, 3}, {128, 16}, {256, 7}, {512, 9}, {1024, 12}, {1280, 28}, {2048, 14}, {4096, 34}},
+        {{8, 0}, {16, 1}, {32, 2}, {64, 3}, {128, 16}, {256, 7}, {512, 10}, {1024, 12}, {1536, 28}, {2048, 14}, {4096, 15}}},
        {{{8, 18}, {16, 19}, {32, 20}, {64, 21}, {128, 22}, {256, 33}, {512, 24}, {1024, 26}, {1536, 28}, {2048, 30},
          {4096, 31}},
         {{8, 18}, {16, 19}, {32, 20}, {64, 21}, {128, 22}, {256, 23}, {512, 24}, {768, 25}, {1024, 26}, {1536, 28},

@@ -60,9 +60,14 @@ struct kv_norm_kernel {
 
 /* Threads per block of a register-resident configuration: small rows share a 128-thread block. */
 __host__ __device__ constexpr int kv_norm_block(int tpr) { return tpr < 128 ? 128 : tpr; }
-/* Minimum resident blocks for __launch_bounds__: caps the kernel at 128 registers a thread.
- * (With the block size alone, ptxas picked tighter budgets and spilled a few bytes.) */
-__host__ __device__ constexpr int kv_norm_min_blocks(int tpr) { return kv_norm_block(tpr) >= 512 ? 1 : 512 / kv_norm_block(tpr); }
+/* Minimum resident blocks for __launch_bounds__: caps the kernel at 128 registers a thread
+ * (with the block size alone, ptxas picked tighter budgets and spilled a few bytes), except
+ * RMSNorm's 512-thread entries, capped at 64 for two blocks an SM: uncapped they took 64 - 79
+ * registers, one block an SM, and ran 4 - 28 % slower (H100, docs/PERFORMANCE.md); LayerNorm's
+ * 512 x 8 needs 98 - 128. A 1024-thread block is one an SM, 64 registers. */
+__host__ __device__ constexpr int kv_norm_min_blocks(int tpr, bool layernorm) {
+  return kv_norm_block(tpr) == 512 ? (layernorm ? 1 : 2) : kv_norm_block(tpr) >= 512 ? 1 : 512 / kv_norm_block(tpr);
+}
 
 /* ---- device traits (kv_norm) ---- */
 
