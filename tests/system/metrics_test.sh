@@ -6,11 +6,11 @@
 # kval_gpu_ok 0 and the disagreement count for rank 1 only, kval_run_exit_code 1; a single
 # rank has no peer, so its median slowdown is NaN.
 set -u
-: "${KVAL:?}" "${MPIRUN:=mpirun}" "${PYTHON:=python3}"
+: "${KVAL:?}" "${top_srcdir:?}" "${MPIRUN:=mpirun}" "${PYTHON:=python3}"
 [ -x "$KVAL" ] || { echo "SKIP: $KVAL not built"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kval_metrics.XXXXXX") && trap 'rm -rf "$tmp"' EXIT
 rc=0
-fail() { echo "FAIL: $*"; rc=1; [ "${KVAL_TEST_FAIL_FAST:-0}" != 1 ] || exit 1; } # KVAL_TEST_FAIL_FAST=1 (run_mutants.sh): stop at the first failed check
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 cat >"$tmp/m.deck" <<'DECK'
 [run]
 warmup = 0

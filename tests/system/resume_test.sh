@@ -17,7 +17,7 @@ set -u
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kval_resume.XXXXXX") && trap 'rm -rf "$tmp"' EXIT
 compare="$top_srcdir/tests/system/compare_files.py"
 rc=0
-fail() { echo "FAIL: $*"; rc=1; [ "${KVAL_TEST_FAIL_FAST:-0}" != 1 ] || exit 1; } # KVAL_TEST_FAIL_FAST=1 (run_mutants.sh): stop at the first failed check
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 
 deck="$tmp/resume.deck"
 cat >"$deck" <<'EOF'

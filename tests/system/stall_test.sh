@@ -18,7 +18,7 @@ stopped=
 trap '[ -z "$stopped" ] || kill -CONT $stopped 2>/dev/null; rm -rf "$tmp"' EXIT
 compare="$top_srcdir/tests/system/compare_files.py"
 rc=0
-fail() { echo "FAIL: $*"; rc=1; [ "${KVAL_TEST_FAIL_FAST:-0}" != 1 ] || exit 1; } # KVAL_TEST_FAIL_FAST=1 (run_mutants.sh): stop at the first failed check
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 
 cat >"$tmp/stall.deck" <<'EOF'
 # stall_test: 16 short cases per rank
