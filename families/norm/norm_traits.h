@@ -63,8 +63,8 @@ __host__ __device__ constexpr int kv_norm_block(int tpr) { return tpr < 128 ? 12
 /* Minimum resident blocks for __launch_bounds__: caps the kernel at 128 registers a thread
  * (with the block size alone, ptxas picked tighter budgets and spilled a few bytes), except
  * RMSNorm's 512-thread entries, capped at 64 for two blocks an SM: uncapped they took 64 - 79
- * registers, one block an SM, and ran 4 - 28 % slower (H100, docs/PERFORMANCE.md); LayerNorm's
- * 512 x 8 needs 98 - 128. A 1024-thread block is one an SM, 64 registers. */
+ * registers and one block an SM; capped they run 4 - 28 % faster (H100, docs/PERFORMANCE.md).
+ * LayerNorm's 512 x 8 needs 98 - 128. A 1024-thread block is one an SM, 64 registers. */
 __host__ __device__ constexpr int kv_norm_min_blocks(int tpr, bool layernorm) {
   return kv_norm_block(tpr) == 512 ? (layernorm ? 1 : 2) : kv_norm_block(tpr) >= 512 ? 1 : 512 / kv_norm_block(tpr);
 }
