@@ -294,7 +294,7 @@ static void test_choice(void) {
         const long long whole = h / kv_norm_vec_of(storages[s]);
         const int peeled = h % kv_norm_vec_of(storages[s]) != 0;
         /* rows with end elements need the peeled kernel; whole-vector rows take either kernel
-         * (the fast one, or the peeled one where it measured faster: fp32 rows of 1025 - 1536) */
+         * (which one is norm_limits.h's measured choice) */
         const int ok = c < 0 ? whole > 4096
                              : whole <= 4096 && kv_norm_holds(storages[s], h, c) &&
                                    (!peeled || kv_norm_config_of(c).kind == KV_NORM_PEELED);
