@@ -14,7 +14,7 @@ command -v ncdump >/dev/null 2>&1 || { echo "SKIP: ncdump not installed (apt-get
   { echo "SKIP: netCDF4, h5netcdf or xarray missing (jobs/install-deps.sh installs them)"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kval_clients.XXXXXX") && trap 'rm -rf "$tmp"' EXIT
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 
 $MPIRUN -np 2 "$KVAL" --backend cpu --quiet --inject bitflip@1:0 "$top_srcdir/inputs/smoke.deck" -o "$tmp/c.h5" \
   >"$tmp/kval.log" 2>&1

@@ -18,7 +18,7 @@ set -u
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kval_concurrent.XXXXXX") && trap 'rm -rf "$tmp"' EXIT
 compare="$top_srcdir/tests/system/compare_files.py"
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 two="$MPIRUN -np 2 $KVAL --backend cpu --quiet"
 
 cat >"$tmp/short.deck" <<'EOF'

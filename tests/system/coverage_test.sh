@@ -17,7 +17,7 @@ set -u
 : "${KVAL:?}" "${top_srcdir:?}"
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 for d in fleet default health; do
   "$KVAL" --backend cuda --dry-run --verbose "$top_srcdir/inputs/$d.deck" >"$tmp/$d.out" 2>"$tmp/$d.err" ||
     { fail "$d.deck: --dry-run exit $?"; cat "$tmp/$d.err"; continue; }

@@ -5,7 +5,7 @@
 # directory (no file, no PATH.part-*, no journal); one whose file fits runs to exit 0 there.
 # Needs root (mount); skipped (77) with the reason where mounting a tmpfs is not permitted.
 set -u
-: "${KVAL:?}" "${MPIRUN:=mpirun}"
+: "${KVAL:?}" "${top_srcdir:?}" "${MPIRUN:=mpirun}"
 [ -x "$KVAL" ] || { echo "SKIP: $KVAL not built"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kval_full.XXXXXX") || exit 1
 disk=$tmp/disk
@@ -17,7 +17,7 @@ if ! mount -t tmpfs -o size=4M tmpfs "$disk" 2>"$tmp/mount.err"; then
 fi
 trap 'umount "$disk"; rm -rf "$tmp"' EXIT
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 limit=
 if command -v timeout >/dev/null 2>&1; then limit="timeout -k 10 300"; fi
 

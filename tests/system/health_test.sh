@@ -32,7 +32,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 export KVAL PYTHONPATH="$top_srcdir/analysis${PYTHONPATH:+:$PYTHONPATH}" NRANKS=3 KVAL_HEALTH_DIR="$tmp/health" \
   KVAL_HEALTH_LIMIT=3600
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 hc="$top_srcdir/jobs/healthcheck.sh"
 node=$(sinfo -h -N -o %N | head -n 1)
 # The node's state without sinfo's flags: a resumed node reads "idle*" until slurmd next

@@ -26,7 +26,7 @@ export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-
 "$PYTHON" -c "import h5py, numpy, pandas" 2>/dev/null || { echo "SKIP: h5py/numpy/pandas missing"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kval_inject.XXXXXX") && trap 'rm -rf "$tmp"' EXIT
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 
 deck="$tmp/inject.deck"
 cat >"$deck" <<'EOF'

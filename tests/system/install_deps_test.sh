@@ -9,7 +9,7 @@ set -u
 : "${top_srcdir:?}"
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 mkdir "$tmp/bin" "$tmp/noconf"
 for t in cc make autoconf automake pkg-config mpicc mpirun python3 h5pcc h5cc dpkg-query sed grep sort dirname id printf cat; do
   p=$(command -v "$t" 2>/dev/null) || continue

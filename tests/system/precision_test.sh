@@ -12,7 +12,7 @@ set -u
 : "${KVAL:?}" "${top_srcdir:?}" "${MPIRUN:=mpirun}" "${PYTHON:=python3}"
 export PYTHONPATH="$top_srcdir/analysis${PYTHONPATH:+:$PYTHONPATH}"
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/study.deck" <<'DECK'
 [run]

@@ -16,7 +16,7 @@ for b in chromium chromium-browser google-chrome; do command -v $b >/dev/null 2>
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kval_browser.XXXXXX") && trap 'rm -rf "$tmp"' EXIT
 export PYTHONPATH="$top_srcdir/analysis${PYTHONPATH:+:$PYTHONPATH}"
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 # The browser's own profile and crash dumps in the temporary directory; no sandbox as root.
 run_browser() {
   HOME="$tmp" timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \

@@ -10,7 +10,7 @@ set -u
 export PYTHONPATH="$top_srcdir/analysis${PYTHONPATH:+:$PYTHONPATH}"
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 cat >"$tmp/s.deck" <<'DECK'
 [run]
 seed = 5

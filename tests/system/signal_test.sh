@@ -13,7 +13,7 @@ set -u
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kval_signal.XXXXXX") && trap 'rm -rf "$tmp"' EXIT
 compare="$top_srcdir/tests/system/compare_files.py"
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 
 cat >"$tmp/short.deck" <<'EOF'
 # signal_test: about 26 short cases per rank

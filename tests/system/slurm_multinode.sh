@@ -36,7 +36,7 @@ export KVAL PYTHONPATH="$top_srcdir/analysis${PYTHONPATH:+:$PYTHONPATH}"
 KVAL_DECKS=$tmp
 kval_decks "$tmp"
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 mkdir -p "$tmp/jobs"
 cd "$tmp/jobs" || exit 1
 submit() { # NAME DECK SBATCH_OPTION... -> job id (jobs/kval.sbatch, cpu backend)

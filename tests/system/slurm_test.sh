@@ -29,7 +29,7 @@ export KVAL PYTHONPATH="$top_srcdir/analysis${PYTHONPATH:+:$PYTHONPATH}"
 KVAL_DECKS=$tmp
 kval_decks "$tmp"
 rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$top_srcdir/tests/system/test_lib.sh" # fail()
 
 # 1. kval.sbatch: 2 ranks on one node.
 slurm_step "1. kval.sbatch"
