@@ -146,30 +146,23 @@ template <int N> __device__ __forceinline__ void wgmma_wait_group() {
 __device__ __forceinline__ void reg_fence(float &r) { asm volatile("" : "+f"(r)::"memory"); }
 __device__ __forceinline__ void reg_fence(uint32_t &r) { asm volatile("" : "+r"(r)::"memory"); }
 
-#define KV_WG_REGS128 \
-  "{" \
+/* Operand lists of the wgmma accumulators: %0 .. %(N-1), composed in runs of 32. */
+#define KV_WG_OPS32 \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
-  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
-  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
-  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
-  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
-  "}"
-#define KV_WG_REGS64 \
-  "{" \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
-  "}"
-
-#define KV_WG_REGS32 \
-  "{" \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
-  "}"
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define KV_WG_OPS64 \
+  KV_WG_OPS32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+              "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define KV_WG_OPS96 \
+  KV_WG_OPS64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+              "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define KV_WG_OPS128 \
+  KV_WG_OPS96 ", %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+              "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define KV_WG_REGS128 "{" KV_WG_OPS128 "}"
+#define KV_WG_REGS96 "{" KV_WG_OPS96 "}"
+#define KV_WG_REGS64 "{" KV_WG_OPS64 "}"
+#define KV_WG_REGS32 "{" KV_WG_OPS32 "}"
 #define KV_WG_REGS16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 
 #define KV_WG_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
@@ -177,6 +170,7 @@ __device__ __forceinline__ void reg_fence(uint32_t &r) { asm volatile("" : "+r"(
 #define KV_WG_F128                                                                            \
   KV_WG_F16(0), KV_WG_F16(16), KV_WG_F16(32), KV_WG_F16(48), KV_WG_F16(64), KV_WG_F16(80),    \
       KV_WG_F16(96), KV_WG_F16(112)
+#define KV_WG_F96 KV_WG_F16(0), KV_WG_F16(16), KV_WG_F16(32), KV_WG_F16(48), KV_WG_F16(64), KV_WG_F16(80)
 #define KV_WG_F64 KV_WG_F16(0), KV_WG_F16(16), KV_WG_F16(32), KV_WG_F16(48)
 #define KV_WG_F32 KV_WG_F16(0), KV_WG_F16(16)
 #define KV_WG_R4(i) "+r"(d[i]), "+r"(d[i + 1]), "+r"(d[i + 2]), "+r"(d[i + 3])
@@ -226,7 +220,7 @@ __device__ __forceinline__ void wgmma_m64nNk16_f16(uint32_t (&d)[N / 4], uint64_
 #undef KV_WG_SS
 
 /* d (+)= A B for a 64 x N x 32 step of FP8 inputs (T __nv_fp8_e4m3 or __nv_fp8_e5m2, both
- * operands), N = 256 or 128, fp32 accumulators (N / 2 a thread); A and B K-major (FP8 wgmma has
+ * operands), N = 256, 192 or 128, fp32 accumulators (N / 2 a thread); A and B K-major (FP8 wgmma has
  * no transpose). KV_WG_FP8 spells the instruction with its operand numbers: descriptors DA, DB
  * and the accumulate flag P. */
 #define KV_WG_FP8(SHAPE_TYPES, REGS, DA, DB, P) \
@@ -234,13 +228,17 @@ __device__ __forceinline__ void wgmma_m64nNk16_f16(uint32_t (&d)[N / 4], uint64_
 #define KV_WG_FP8_IN "l"(desc_a), "l"(desc_b), "r"(accumulate)
 template <class T, int N>
 __device__ __forceinline__ void wgmma_m64nNk32_f32(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  static_assert(N == 256 || N == 128, "FP8 wgmma wrappers: N = 256, 128");
+  static_assert(N == 256 || N == 192 || N == 128, "FP8 wgmma wrappers: N = 256, 192, 128");
   constexpr bool E4M3 = std::is_same<T, __nv_fp8_e4m3>::value;
   static_assert(E4M3 || std::is_same<T, __nv_fp8_e5m2>::value, "FP8 wgmma takes e4m3 or e5m2");
   if constexpr (N == 256 && E4M3)
     asm volatile(KV_WG_FP8("m64n256k32.f32.e4m3.e4m3", KV_WG_REGS128, 128, 129, 130) : KV_WG_F128 : KV_WG_FP8_IN);
   else if constexpr (N == 256)
     asm volatile(KV_WG_FP8("m64n256k32.f32.e5m2.e5m2", KV_WG_REGS128, 128, 129, 130) : KV_WG_F128 : KV_WG_FP8_IN);
+  else if constexpr (N == 192 && E4M3)
+    asm volatile(KV_WG_FP8("m64n192k32.f32.e4m3.e4m3", KV_WG_REGS96, 96, 97, 98) : KV_WG_F96 : KV_WG_FP8_IN);
+  else if constexpr (N == 192)
+    asm volatile(KV_WG_FP8("m64n192k32.f32.e5m2.e5m2", KV_WG_REGS96, 96, 97, 98) : KV_WG_F96 : KV_WG_FP8_IN);
   else if constexpr (E4M3)
     asm volatile(KV_WG_FP8("m64n128k32.f32.e4m3.e4m3", KV_WG_REGS64, 64, 65, 66) : KV_WG_F64 : KV_WG_FP8_IN);
   else

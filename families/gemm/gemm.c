@@ -233,7 +233,7 @@ static int gemm_path_tag(int i, char *b, size_t n) {
   static const char *const none[] = {NULL};
   static const char *const fp8[] = {"promoted", "fast-accum", "scale-a", "scale-b", NULL};
   static const char *const wgmma_fp8[] = {"tma-store", "direct-store", "m-tail", "n-tail", "k-tail", NULL};
-  static const long long fp8_bn[] = {KV_GEMM_FP8_BN, KV_GEMM_FP8_WIDE_BN, 0};
+  static const long long fp8_bn[] = {KV_GEMM_FP8_BN, KV_GEMM_FP8_MID_BN, KV_GEMM_FP8_WIDE_BN, 0};
   for (int v = 0; gemm_variants[v]; v++) {
     const int var = kv_gemm_variant_of(gemm_variants[v]);
     for (int p = 0; kv_precision_pairs[p]; p++)

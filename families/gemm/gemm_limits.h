@@ -100,18 +100,29 @@ static inline int kv_gemm_variant_of(const char *name) {
  * the tensor-core accumulator, cuBLASLt's "fast accumulation"). kval-wgmma promotes at its
  * k-block boundaries (multiples of KV_GEMM_FP8_BK); cublas with promote > 0 runs with fast
  * accumulation off, promoting at an interval cuBLASLt does not publish. kval-wgmma's FP8 tiles
- * are KV_GEMM_FP8_BM x KV_GEMM_FP8_BN x KV_GEMM_FP8_BK (the one that can promote: a second set of
- * fp32 registers beside the accumulators) and KV_GEMM_FP8_BM x KV_GEMM_FP8_WIDE_BN x
- * KV_GEMM_FP8_BK (never promotes: its accumulators take the registers), gemm_traits.h. */
+ * are KV_GEMM_FP8_BM rows by KV_GEMM_FP8_BN or KV_GEMM_FP8_MID_BN columns (the two that can
+ * promote: a second set of fp32 registers beside the accumulators) or KV_GEMM_FP8_WIDE_BN
+ * (never promotes: its accumulators take the registers), k-blocks of KV_GEMM_FP8_BK;
+ * gemm_traits.h. */
 #define KV_GEMM_FP8_BM 128
 #define KV_GEMM_FP8_BN 128
+#define KV_GEMM_FP8_MID_BN 192
 #define KV_GEMM_FP8_WIDE_BN 256
 #define KV_GEMM_FP8_BK 128
+/* Rounds of a persistent grid of sms CTAs over the m x n problem's bm x bn tiles. */
+static inline long long kv_gemm_waves(long long m, long long n, long long bm, long long bn, int sms) {
+  return (kv_gemm_tiles(m, n, bm, bn) + sms - 1) / sms;
+}
 /* kval-wgmma's FP8 tile columns: the wide tile when the problem never promotes and its wide tiles
- * fill at least 90 % of one wave of SMs, else the promoting tile. */
+ * fill at least 90 % of one wave of SMs; else the 128x192 tile when its rounds take no longer
+ * than the 128x128 tile's (a round of 128x192 tiles is 1.5 times the work: 3 x its waves <= 2 x
+ * the 128x128 tile's), else the 128x128 tile. */
 static inline long long kv_gemm_fp8_bn(long long m, long long n, long long promote, int sms) {
-  return promote == 0 && kv_gemm_fills_wave(kv_gemm_tiles(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_WIDE_BN), sms)
-             ? KV_GEMM_FP8_WIDE_BN
+  if (promote == 0 && kv_gemm_fills_wave(kv_gemm_tiles(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_WIDE_BN), sms))
+    return KV_GEMM_FP8_WIDE_BN;
+  return 3 * kv_gemm_waves(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_MID_BN, sms) <=
+                 2 * kv_gemm_waves(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN, sms)
+             ? KV_GEMM_FP8_MID_BN
              : KV_GEMM_FP8_BN;
 }
 static inline const char *kv_gemm_fp8_unsupported(int variant, long long m, long long n, long long k, int a_t,

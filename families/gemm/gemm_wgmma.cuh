@@ -139,7 +139,7 @@ template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_BF16, AT
 /* FP8 with promotion every `per` k-blocks (the kernel's promote_kblocks = promote / BK; 0:
  * never): f accumulates one interval in the tensor cores; when the next interval starts (its
  * k-block first waits for the wgmma group) and when the tile's k-loop ends (settle),
- * sum[i] = sum[i] + f.d[i] in fp32 (sum from +0 per tile) and the next interval's first k-step
+ * sum[i] = sum[i] + f.d[i] in fp32 (sum from +0 per tile: begin) and the next interval's first k-step
  * overwrites f. Without promotion the result is f itself. */
 template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP32, AT, BT, true> {
   typedef wgmma_acc<Tr, T, KV_FP32, AT, BT, false> F;
@@ -147,13 +147,16 @@ template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP32, AT
   float sum[F::N];
   int per = 0, left = 0; /* k-blocks per interval, and left in this one */
   static constexpr bool pipelined = true;
+  /* a tile's start, before its first k-block (outside kblock: a branch there on the first
+   * k-block made ptxas move and spill the accumulators of the 128 x 192 tile) */
+  __device__ __forceinline__ void begin() {
+#pragma unroll
+    for (int i = 0; i < F::N; ++i) sum[i] = 0.0f;
+    left = per;
+  }
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
     bool fresh = first;
-    if (first) {
-#pragma unroll
-      for (int i = 0; i < F::N; ++i) sum[i] = 0.0f;
-      left = per;
-    } else if (per && left == 0) {
+    if (!first && per && left == 0) {
       ptx::wgmma_wait_group<0>();
       f.settle();
 #pragma unroll
@@ -336,6 +339,7 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
       kv_gemm::grouped_tile<Tr::GROUP_M>(t % n_tiles, tiles_m, tiles_n, tm, tn);
       const int split = t / n_tiles, kb0 = split * kb_per, kb1 = min(kb0 + kb_per, kblocks);
       int prev = 0;
+      if constexpr (sizeof(T) == 1 && Tr::PROMOTES) acc.begin();
       for (int kb = kb0; kb < kb1; ++kb) {
         kv::ptx::mbarrier_wait_parity(&full[s], phase);
         acc.kblock(kv::ptx::smem_addr(sa + s * (Tr::BM * Tr::BK)) + a_off,
@@ -442,8 +446,9 @@ static kv_status kv_wgmma_resources_of(const kv_gemm_problem *, kv_kernel_resour
 template <class Tr, class T, kv_dtype ACC, int AT, int BT> static kv_status kv_wgmma_prepare_layout(kv_gemm_problem *pr) {
   const kv_gemm_args &g = pr->g;
   if (sizeof(T) == 1 && !Tr::PROMOTES && g.promote != 0) {
-    kv_report(__FILE__, __LINE__, "gemm", "kval-wgmma: the FP8 %dx%d tile never promotes (promote %d needs the %dx%d tile)",
-              Tr::BM, Tr::BN, g.promote, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN);
+    kv_report(__FILE__, __LINE__, "gemm",
+              "kval-wgmma: the FP8 %dx%d tile never promotes (promote %d needs the %dx%d or %dx%d tile)", Tr::BM,
+              Tr::BN, g.promote, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN, KV_GEMM_FP8_BM, KV_GEMM_FP8_MID_BN);
     return KV_ERR;
   }
   if (AT)
@@ -488,7 +493,7 @@ template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_prepare_as(
   return KV_ERR;
 }
 
-/* The family's configuration: FP8 kv_wgmma_fp8_wide_traits or kv_wgmma_fp8_traits, whichever
+/* The family's configuration: FP8 kv_wgmma_fp8_wide_traits, kv_wgmma_fp8_mid_traits or kv_wgmma_fp8_traits, whichever
  * kv_gemm_fp8_bn names for the problem, the promotion interval and the SM count, layout nt (the
  * only one the support rule lets through); else the tile kv_gemm_wgmma_tile names for the problem and the SM count:
  * kv_wgmma_traits, kv_wgmma_mid_traits or kv_wgmma_small_traits, and the splits of K that
@@ -496,9 +501,14 @@ template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_prepare_as(
 template <kv_dtype STORE, kv_dtype ACC> kv_status kv_gemm_wgmma_prepare(kv_gemm_problem *pr) {
   typedef kv_gemm::storage_t<STORE> T;
   if constexpr (sizeof(T) == 1) {
-    if (kv_gemm_fp8_bn(pr->g.m, pr->g.n, pr->g.promote, pr->sms) == KV_GEMM_FP8_WIDE_BN)
-      return kv_wgmma_prepare_layout<kv_wgmma_fp8_wide_traits, T, ACC, 0, 1>(pr);
-    return kv_wgmma_prepare_layout<kv_wgmma_fp8_traits, T, ACC, 0, 1>(pr);
+    switch (kv_gemm_fp8_bn(pr->g.m, pr->g.n, pr->g.promote, pr->sms)) {
+      case KV_GEMM_FP8_WIDE_BN:
+        return kv_wgmma_prepare_layout<kv_wgmma_fp8_wide_traits, T, ACC, 0, 1>(pr);
+      case KV_GEMM_FP8_MID_BN:
+        return kv_wgmma_prepare_layout<kv_wgmma_fp8_mid_traits, T, ACC, 0, 1>(pr);
+      default:
+        return kv_wgmma_prepare_layout<kv_wgmma_fp8_traits, T, ACC, 0, 1>(pr);
+    }
   } else {
     long long bm, bn, kb_per;
     pr->splits = kv_gemm_wgmma_splits(pr->g.m, pr->g.n, pr->g.k, pr->g.prec, pr->sms, &kb_per);

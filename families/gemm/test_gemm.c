@@ -505,6 +505,38 @@ static void test_wgmma_tiles_and_splits(void) {
   EXPECT(bad == 0 && split > 0, "split rule: %d shapes break it (%d split)", bad, split);
 }
 
+/* kval-wgmma's FP8 tile (kv_gemm_fp8_bn) on 132 SMs: the wide tile only for problems that never
+ * promote and fill 90 % of a wave with it; between the promoting tiles, 128x192 where its rounds
+ * take no longer than 128x128's (1100x4000: 2 rounds of 189 against 3 of 288, a tie), 128x128
+ * where they would (4096^2: 6 rounds against 8; 1152x2944: 2 against 2). */
+static void test_fp8_tiles(void) {
+  static const struct {
+    long long m, n, promote, bn;
+  } want[] = {{8192, 8192, 0, 256},  {8192, 8192, 512, 192}, {4096, 4096, 512, 128}, {4096, 4096, 0, 256},
+              {2048, 2048, 512, 128}, {2048, 2048, 0, 256},  {1024, 1024, 0, 128},   {16, 8192, 512, 128},
+              {1100, 4000, 128, 192}, {1100, 4000, 0, 256},  {1152, 2944, 128, 128}, {1152, 2048, 128, 192},
+              {136, 272, 0, 128},     {136, 272, 128, 128}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    const long long bn = kv_gemm_fp8_bn(want[i].m, want[i].n, want[i].promote, KV_GEMM_PATH_SMS);
+    EXPECT(bn == want[i].bn, "%lldx%lld promote %lld: FP8 tile 128x%lld, want 128x%lld", want[i].m, want[i].n,
+           want[i].promote, bn, want[i].bn);
+  }
+  int bad = 0;
+  for (long long m = 1; m <= 20000; m = m * 3 / 2 + 7)
+    for (long long n = 16; n <= 20000; n = n * 3 / 2 + 16)
+      for (long long promote = 0; promote <= 128; promote += 128) {
+        const long long bn = kv_gemm_fp8_bn(m, n, promote, KV_GEMM_PATH_SMS);
+        /* rounds x columns of each promoting tile: the time of a row of tiles, in 128x1 columns */
+        const long long t128 = kv_gemm_waves(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN, KV_GEMM_PATH_SMS) * KV_GEMM_FP8_BN;
+        const long long t192 =
+            kv_gemm_waves(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_MID_BN, KV_GEMM_PATH_SMS) * KV_GEMM_FP8_MID_BN;
+        if ((promote > 0 && bn == KV_GEMM_FP8_WIDE_BN) || (bn == KV_GEMM_FP8_MID_BN && t192 > t128) ||
+            (bn == KV_GEMM_FP8_BN && t128 >= t192))
+          bad++;
+      }
+  EXPECT(bad == 0, "FP8 tile rule: %d shapes take a promoting tile whose rounds take longer, or the wide tile with promotion", bad);
+}
+
 int main(void) {
   TEST("identity and permutation matrices, every precision and layout: exact");
   for (int p = 0; p < 4; p++)
@@ -543,6 +575,8 @@ int main(void) {
   test_invalid_fp8();
   TEST("kval-wgmma's tile and split-K rules");
   test_wgmma_tiles_and_splits();
+  TEST("kval-wgmma's FP8 tile rule");
+  test_fp8_tiles();
   TEST("fp64 reference vs double-double on cancelling dot products");
   test_reference_dd("fp16:fp32");
   test_reference_dd("bf16:fp32");

@@ -11,7 +11,7 @@
  *         its precision and shapes, launched on the family's prepared problem (a launch
  *         override): the large-problem steps on bf16:fp32 8192^3, the small-problem tiles on
  *         problems of less than one wave of 128x256 tiles; cuBLAS on each precision and shape
- * ladder-fp8  the FP8 rungs the same way (e4m3, nt, never promoted; cuBLASLt)
+ * ladder-fp8  the FP8 rungs the same way (e4m3, nt, each at its promotion interval; cuBLASLt)
  * all     the three (the default). Exit 0 when every case passed, 1 otherwise, 77 without a GPU. */
 #include <stdio.h>
 #include <string.h>
@@ -107,20 +107,21 @@ kv_status ladder_of(kv_bench *b, bool fp8) {
     const bool step_fp8 = kv_dtype_is_fp8(p.storage);
     if (step_fp8 != fp8) continue;
     const char *layout = step_fp8 ? "nt" : "nn";
-    printf("ladder %s %s: %s\n", step.name, step.precision, step.what);
+    const char *promote = step.promote ? step.promote : "0";
+    printf("ladder %s %s promote %s: %s\n", step.name, step.precision, promote, step.what);
     char shapes[256];
     snprintf(shapes, sizeof shapes, "%s", step.shapes);
     char *save = nullptr;
     for (char *shape = strtok_r(shapes, " ", &save); shape; shape = strtok_r(nullptr, " ", &save)) {
       char key[48];
-      snprintf(key, sizeof key, "%s %s", step.precision, shape);
+      snprintf(key, sizeof key, "%s %s %s", step.precision, shape, promote);
       int seen = 0;
       for (int j = 0; j < n_anchored && !seen; ++j) seen = strcmp(anchored[j], key) == 0;
       if (!seen && n_anchored < 64) {
         snprintf(anchored[n_anchored++], sizeof anchored[0], "%s", key);
-        KV_TRY(run(b, "cublas", step.precision, layout, shape, nullptr, nullptr));
+        KV_TRY(run(b, "cublas", step.precision, layout, shape, nullptr, nullptr, promote));
       }
-      KV_TRY(run(b, "kval-wgmma", step.precision, layout, shape, step.name, &ovr));
+      KV_TRY(run(b, "kval-wgmma", step.precision, layout, shape, step.name, &ovr, promote));
     }
   }
   return KV_OK;

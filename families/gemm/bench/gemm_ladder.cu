@@ -51,5 +51,13 @@ const kv_gemm_ladder_step kv_gemm_ladder[] = {
      rung<kv_wgmma_config<2, 4, 16, 1, 0, 1, 256, 0>, __nv_fp8_e4m3>},
     {"c2_s3_g8_persist_tma", "FP8 128x256, 3 stages, groups of 8 tile-rows", "e4m3:fp32", FP8,
      rung<kv_wgmma_config<2, 3, 8, 1, 1, 1, 256, 0>, __nv_fp8_e4m3>},
+    /* FP8 promoted every 512 products: the promoting tiles, 128 and 192 columns (the promoted sum
+     * beside the accumulators: 64 + 64 and 96 + 96 fp32 registers a thread) */
+    {"c2_s6_g16_persist_tma_n128", "FP8 128x128, 6 stages, promoted every 512 (kv_wgmma_fp8_traits)", "e4m3:fp32",
+     FP8, rung<kv_wgmma_fp8_traits, __nv_fp8_e4m3>, "512"},
+    {"c2_s4_g16_persist_tma_n192", "FP8 128x192, 4 stages, promoted every 512 (kv_wgmma_fp8_mid_traits)",
+     "e4m3:fp32", FP8, rung<kv_wgmma_fp8_mid_traits, __nv_fp8_e4m3>, "512"},
+    {"c2_s4_g16_persist_tma_n192", "FP8 128x192, 4 stages, never promoted (kv_wgmma_fp8_mid_traits)", "e4m3:fp32",
+     FP8, rung<kv_wgmma_fp8_mid_traits, __nv_fp8_e4m3>},
 };
 const int kv_gemm_ladder_count = sizeof kv_gemm_ladder / sizeof kv_gemm_ladder[0];
