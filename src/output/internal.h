@@ -63,7 +63,7 @@ struct kv_output {
   MPI_Comm comm; /* duplicate of the caller's communicator */
   int rank, nranks;
   hid_t file;    /* H5I_INVALID_HID on ranks that hold no file handle */
-  hid_t dxpl;    /* collective transfer (parallel) or H5P_DEFAULT */
+  hid_t dxpl;    /* independent MPI-IO transfer (parallel) or H5P_DEFAULT */
   hid_t t_status, t_message, t_vstr; /* enum int8, 96-byte string, variable UTF-8 string */
   kv_out_family fam[KV_MAX_FAMILIES];
   double last_flush; /* MPI_Wtime of the last flush */

@@ -126,7 +126,7 @@ kv_status kv_output_new(const kv_plan *p, MPI_Comm comm, kv_output **out) {
 #if KV_HDF5_PARALLEL
     if (st == KV_OK) {
       o->dxpl = H5Pcreate(H5P_DATASET_XFER);
-      if (CHECK_H5(o->dxpl) || CHECK_H5(H5Pset_dxpl_mpio(o->dxpl, H5FD_MPIO_COLLECTIVE))) st = KV_ERR;
+      if (CHECK_H5(o->dxpl) || CHECK_H5(H5Pset_dxpl_mpio(o->dxpl, H5FD_MPIO_INDEPENDENT))) st = KV_ERR;
     }
 #endif
   }

@@ -1,9 +1,11 @@
 /* output_write.c - results and fingerprints into the open file. Parallel flavour: one
- * collective round per kv_output_write call; an MPI_Allreduce agrees on the stop flag, on
- * rank 0's flush decision and on the families written this round, then every rank writes
- * its own cell (or an empty selection) of each dataset of those families with collective
- * MPI-IO. Serial flavour: non-root ranks send their rows to rank 0 (MPI_Isend), which
- * writes its own and drains whatever has arrived. Both flush when the interval passed. */
+ * round per kv_output_write call; an MPI_Allreduce agrees on the stop flag and on rank 0's
+ * flush decision, then a rank with a result writes its own cell of each dataset of its family
+ * with independent MPI-IO (no other rank takes part: with collective writes, every rank joining
+ * each of the cell's ~50 dataset writes with an empty selection, four ranks on two loaded cores
+ * spent most of their time waiting on descheduled peers). Serial flavour: non-root ranks send
+ * their rows to rank 0 (MPI_Isend), which writes its own and drains whatever has arrived. Both
+ * flush when the interval passed. */
 #include "output/internal.h"
 
 #include <stdlib.h>
@@ -31,12 +33,9 @@ static int result_slot(const kv_output *o, const kv_result *r) {
   return -1;
 }
 
-/* Write every field of r into its cell of family slot f, or take part in the collective
- * writes with an empty selection when r == NULL. */
+/* Write every field of r into its cell of family slot f. */
 static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
-  static const kv_result blank;
   const kv_out_family *of = &o->fam[f];
-  const kv_result *src = r ? r : &blank;
   int nd = of->n_dims;
   const int n_parts = kv_family_parts(of->fp->family);
   hsize_t start[KV_MAX_AXES + 3] = {0}, count[KV_MAX_AXES + 3], hdims[KV_MAX_AXES + 2];
@@ -44,40 +43,37 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
   hdims[nd] = KV_HIST_BINS;
   for (int i = 0; i < nd; i++) count[i] = 1;
   count[nd] = KV_HIST_BINS;
-  start[0] = (hsize_t)src->rank;
-  uint64_t cell = src->cell;
+  start[0] = (hsize_t)r->rank;
+  uint64_t cell = r->cell;
   for (int a = nd - 2; a >= 0; a--) {
     start[1 + a] = cell % of->dims[1 + a];
     cell /= of->dims[1 + a];
   }
-  signed char status = (signed char)src->status;
+  signed char status = (signed char)r->status;
   char message[KV_MESSAGE_LEN];
-  strncpy(message, src->message, KV_MESSAGE_LEN);
+  strncpy(message, r->message, KV_MESSAGE_LEN);
   unsigned char row[KV_ROW_BYTES];
-  uint64_t checksum = 0;
-  if (r) {
-    kv_row_from_result(r, row);
-    checksum = kv_row_checksum(row);
-  }
+  kv_row_from_result(r, row);
+  const uint64_t checksum = kv_row_checksum(row);
 
   hid_t fs, ms, hfs, hms;
-  KV_TRY(kv_h5_select(nd, of->dims, start, r ? count : NULL, 1, &fs, &ms));
-  kv_status st = kv_h5_select(nd + 1, hdims, start, r ? count : NULL, KV_HIST_BINS, &hfs, &hms);
+  KV_TRY(kv_h5_select(nd, of->dims, start, count, 1, &fs, &ms));
+  kv_status st = kv_h5_select(nd + 1, hdims, start, count, KV_HIST_BINS, &hfs, &hms);
 #define KV_W(ds, type, buf) \
   if (st == KV_OK) st = CHECK_H5(H5Dwrite(ds, type, ms, fs, o->dxpl, buf));
-  KV_W(of->fingerprint, H5T_NATIVE_UINT64, &src->fingerprint)
+  KV_W(of->fingerprint, H5T_NATIVE_UINT64, &r->fingerprint)
   KV_W(of->message, o->t_message, message)
-#define KV_X(name, member, unit, doc) KV_W(of->dbl[KV_DOUBLE_##name], H5T_NATIVE_DOUBLE, &src->member)
+#define KV_X(name, member, unit, doc) KV_W(of->dbl[KV_DOUBLE_##name], H5T_NATIVE_DOUBLE, &r->member)
   KV_RESULT_DOUBLES(KV_X)
 #undef KV_X
 #define KV_X(name, member, unit, doc)                    \
   {                                                      \
-    const int64_t v = (int64_t)src->member;              \
+    const int64_t v = (int64_t)r->member;              \
     KV_W(of->ints[KV_INT_##name], H5T_NATIVE_INT64, &v) \
   }
   KV_RESULT_INTS(KV_X)
 #undef KV_X
-  if (st == KV_OK) st = CHECK_H5(H5Dwrite(of->hist, H5T_NATIVE_UINT64, hms, hfs, o->dxpl, src->stats.hist));
+  if (st == KV_OK) st = CHECK_H5(H5Dwrite(of->hist, H5T_NATIVE_UINT64, hms, hfs, o->dxpl, r->stats.hist));
   if (st == KV_OK && n_parts > 0) {
     hid_t pfs, pms;
     hsize_t pdims[KV_MAX_AXES + 3], pcount[KV_MAX_AXES + 3];
@@ -85,8 +81,8 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
     memcpy(pcount, count, sizeof pcount);
     pdims[nd] = pcount[nd] = (hsize_t)n_parts;
     pdims[nd + 1] = pcount[nd + 1] = KV_N_PART_STATS;
-    st = kv_h5_select(nd + 2, pdims, start, r ? pcount : NULL, (hsize_t)n_parts * KV_N_PART_STATS, &pfs, &pms);
-    if (st == KV_OK) st = CHECK_H5(H5Dwrite(of->part_stats, H5T_NATIVE_DOUBLE, pms, pfs, o->dxpl, &src->part_stats[0][0]));
+    st = kv_h5_select(nd + 2, pdims, start, pcount, (hsize_t)n_parts * KV_N_PART_STATS, &pfs, &pms);
+    if (st == KV_OK) st = CHECK_H5(H5Dwrite(of->part_stats, H5T_NATIVE_DOUBLE, pms, pfs, o->dxpl, &r->part_stats[0][0]));
     kv_h5_close_id(&pfs);
     kv_h5_close_id(&pms);
   }
@@ -100,7 +96,7 @@ static kv_status write_cell(kv_output *o, int f, const kv_result *r) {
   kv_h5_close_id(&ms);
   kv_h5_close_id(&hfs);
   kv_h5_close_id(&hms);
-  if (st != KV_OK && r)
+  if (st != KV_OK)
     kv_report(__FILE__, __LINE__, "output", "cannot write the result of rank %d, %s cell %llu", r->rank,
               of->fp->name, (unsigned long long)r->cell);
   return st;
@@ -115,19 +111,15 @@ static kv_status flush(kv_output *o) {
 
 #if KV_HDF5_PARALLEL
 kv_status kv_output_write(kv_output *o, const kv_result *r, int *stop) {
-  enum { STOP, FLUSH, FAILED, FAMILY };
-  int v[FAMILY + KV_MAX_FAMILIES] = {0}, all[FAMILY + KV_MAX_FAMILIES];
-  int n = FAMILY + o->plan->n_fam, f = -1;
+  enum { STOP, FLUSH, FAILED, N_AGREED };
+  int v[N_AGREED] = {0}, all[N_AGREED], f = -1;
   v[STOP] = *stop != 0;
   v[FLUSH] = o->rank == 0 && flush_due(o);
   if (r && (f = result_slot(o, r)) < 0) v[FAILED] = 1;
-  if (f >= 0) v[FAMILY + f] = 1;
   MPI_Request req;
-  KV_TRY(CHECK_MPI(MPI_Iallreduce(v, all, n, MPI_INT, MPI_MAX, o->comm, &req)));
+  KV_TRY(CHECK_MPI(MPI_Iallreduce(v, all, N_AGREED, MPI_INT, MPI_MAX, o->comm, &req)));
   KV_TRY(kv_output_wait(o, &req));
-  kv_status st = KV_OK;
-  for (int g = 0; g < o->plan->n_fam; g++)
-    if (all[FAMILY + g] && write_cell(o, g, g == f ? r : NULL) != KV_OK) st = KV_ERR;
+  kv_status st = f >= 0 ? write_cell(o, f, r) : KV_OK;
   if (all[FLUSH] && flush(o) != KV_OK) st = KV_ERR;
   *stop = all[STOP];
   st = kv_output_collective(o, st, "writing a round of results");
