@@ -196,7 +196,8 @@ static void gemm_path(const kv_case *c, char *b, size_t n) {
   const char *tile = fp8 ? "fp8:" : ""; /* FP8 tiles and epilogue are tagged apart */
   if (var == KV_GEMM_WGMMA && fp8) {
     kv_tag(b, n, "gemm:%s:fp8:%s", v, kv_gemm_wgmma_tma_store(nn) ? "tma-store" : "direct-store");
-    bm = KV_GEMM_FP8_BM, bn = kv_gemm_fp8_bn(m, nn, kv_case_int(c, "promote"), KV_GEMM_PATH_SMS), bk = KV_GEMM_FP8_BK;
+    kv_gemm_fp8_tile(m, nn, kv_case_int(c, "promote"), KV_GEMM_PATH_SMS, &bm, &bn);
+    bk = KV_GEMM_FP8_BK;
     kv_tag(b, n, "gemm:%s:fp8:tile%lldx%lld", v, bm, bn);
     if (kv_gemm_tiles(m, nn, bm, bn) > KV_GEMM_PATH_SMS) kv_tag(b, n, "gemm:%s:fp8:tile%lldx%lld:second-tile", v, bm, bn);
   } else if (var == KV_GEMM_WGMMA) {
@@ -233,7 +234,6 @@ static int gemm_path_tag(int i, char *b, size_t n) {
   static const char *const none[] = {NULL};
   static const char *const fp8[] = {"promoted", "fast-accum", "scale-a", "scale-b", NULL};
   static const char *const wgmma_fp8[] = {"tma-store", "direct-store", "m-tail", "n-tail", "k-tail", NULL};
-  static const long long fp8_bn[] = {KV_GEMM_FP8_BN, KV_GEMM_FP8_MID_BN, KV_GEMM_FP8_WIDE_BN, 0};
   for (int v = 0; gemm_variants[v]; v++) {
     const int var = kv_gemm_variant_of(gemm_variants[v]);
     for (int p = 0; kv_precision_pairs[p]; p++)
@@ -261,10 +261,13 @@ static int gemm_path_tag(int i, char *b, size_t n) {
     if (var == KV_GEMM_WGMMA) {
       for (int w = 0; wgmma_fp8[w]; w++)
         if (kv_tag_at(&i, b, n, "gemm:%s:fp8:%s", gemm_variants[v], wgmma_fp8[w])) return 1;
-      for (int t = 0; fp8_bn[t]; t++)
-        if (kv_tag_at(&i, b, n, "gemm:%s:fp8:tile%dx%lld", gemm_variants[v], KV_GEMM_FP8_BM, fp8_bn[t]) ||
-            kv_tag_at(&i, b, n, "gemm:%s:fp8:tile%dx%lld:second-tile", gemm_variants[v], KV_GEMM_FP8_BM, fp8_bn[t]))
+      for (int t = KV_GEMM_FP8_TILE_WIDE; t <= KV_GEMM_FP8_TILE_SMALL; t++) {
+        long long bm, bn;
+        kv_gemm_fp8_tile_dims(t, &bm, &bn);
+        if (kv_tag_at(&i, b, n, "gemm:%s:fp8:tile%lldx%lld", gemm_variants[v], bm, bn) ||
+            kv_tag_at(&i, b, n, "gemm:%s:fp8:tile%lldx%lld:second-tile", gemm_variants[v], bm, bn))
           return 1;
+      }
     }
     if (kv_tag_at(&i, b, n, "gemm:%s:alpha", gemm_variants[v]) || kv_tag_at(&i, b, n, "gemm:%s:beta", gemm_variants[v])) return 1;
     for (int d = 0; gemm_dists[d]; d++)

@@ -24,10 +24,11 @@
  * families/gemm/bench/gemm_ladder.cu, other members); the family launches, for fp16/bf16
  * storage, kv_wgmma_traits (128 x 256), kv_wgmma_mid_traits (128 x 128) or kv_wgmma_small_traits
  * (64 x 128), whichever kv_gemm_wgmma_tile (gemm_limits.h) names for the problem, and for FP8
- * storage the tile kv_gemm_fp8_bn names: kv_wgmma_fp8_traits (two 64 x 128 fp32 register sets
- * per consumer: the wgmma accumulators and the promoted sum), kv_wgmma_fp8_mid_traits (two
- * 64 x 192 sets, 4 stages) or kv_wgmma_fp8_wide_traits (64 x 256 accumulators, no promoted
- * sum: PROMOTES 0, for problems that never promote). */
+ * storage the tile kv_gemm_fp8_tile names: kv_wgmma_fp8_traits (128 x 128, two 64 x 128 fp32
+ * register sets per consumer: the wgmma accumulators and the promoted sum), kv_wgmma_fp8_mid_traits
+ * (128 x 192: two 64 x 192 sets, 4 stages), kv_wgmma_fp8_small_traits (64 x 128, one consumer,
+ * 8 stages) or kv_wgmma_fp8_wide_traits (128 x 256: 64 x 256 accumulators, no promoted sum:
+ * PROMOTES 0, for problems that never promote). */
 template <int CONSUMERS_, int STAGES_, int GROUP_M_, int PERSISTENT_, int EPI_TMA_, int ELEM_ = 2, int BN_ = 256,
           int PROMOTES_ = 1>
 struct kv_wgmma_config {
@@ -62,6 +63,7 @@ typedef kv_wgmma_config<2, 6, 16, 1, 1, 2, 128> kv_wgmma_mid_traits;
 typedef kv_wgmma_config<1, 8, 16, 1, 1, 2, 128> kv_wgmma_small_traits;
 typedef kv_wgmma_config<2, 6, 16, 1, 1, 1, 128> kv_wgmma_fp8_traits;
 typedef kv_wgmma_config<2, 4, 16, 1, 1, 1, 192> kv_wgmma_fp8_mid_traits;
+typedef kv_wgmma_config<1, 8, 16, 1, 1, 1, 128> kv_wgmma_fp8_small_traits;
 typedef kv_wgmma_config<2, 3, 16, 1, 1, 1, 256, 0> kv_wgmma_fp8_wide_traits;
 static_assert(kv_wgmma_traits::BM == KV_GEMM_WGMMA_BM && kv_wgmma_traits::BN == KV_GEMM_WGMMA_BN &&
                   kv_wgmma_mid_traits::BM == KV_GEMM_WGMMA_MID_BM && kv_wgmma_mid_traits::BN == KV_GEMM_WGMMA_MID_BN &&
@@ -73,6 +75,9 @@ static_assert(kv_wgmma_fp8_traits::BM == KV_GEMM_FP8_BM && kv_wgmma_fp8_traits::
                   kv_wgmma_fp8_traits::BK == KV_GEMM_FP8_BK && kv_wgmma_fp8_traits::PROMOTES &&
                   kv_wgmma_fp8_mid_traits::BM == KV_GEMM_FP8_BM && kv_wgmma_fp8_mid_traits::BN == KV_GEMM_FP8_MID_BN &&
                   kv_wgmma_fp8_mid_traits::BK == KV_GEMM_FP8_BK && kv_wgmma_fp8_mid_traits::PROMOTES &&
+                  kv_wgmma_fp8_small_traits::BM == KV_GEMM_FP8_SMALL_BM &&
+                  kv_wgmma_fp8_small_traits::BN == KV_GEMM_FP8_BN && kv_wgmma_fp8_small_traits::BK == KV_GEMM_FP8_BK &&
+                  kv_wgmma_fp8_small_traits::PROMOTES &&
                   kv_wgmma_fp8_wide_traits::BM == KV_GEMM_FP8_BM &&
                   kv_wgmma_fp8_wide_traits::BN == KV_GEMM_FP8_WIDE_BN &&
                   kv_wgmma_fp8_wide_traits::BK == KV_GEMM_FP8_BK && !kv_wgmma_fp8_wide_traits::PROMOTES,

@@ -447,8 +447,9 @@ template <class Tr, class T, kv_dtype ACC, int AT, int BT> static kv_status kv_w
   const kv_gemm_args &g = pr->g;
   if (sizeof(T) == 1 && !Tr::PROMOTES && g.promote != 0) {
     kv_report(__FILE__, __LINE__, "gemm",
-              "kval-wgmma: the FP8 %dx%d tile never promotes (promote %d needs the %dx%d or %dx%d tile)", Tr::BM,
-              Tr::BN, g.promote, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN, KV_GEMM_FP8_BM, KV_GEMM_FP8_MID_BN);
+              "kval-wgmma: the FP8 %dx%d tile never promotes (promote %d needs the %dx%d, %dx%d or %dx%d tile)",
+              Tr::BM, Tr::BN, g.promote, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN, KV_GEMM_FP8_BM, KV_GEMM_FP8_MID_BN,
+              KV_GEMM_FP8_SMALL_BM, KV_GEMM_FP8_BN);
     return KV_ERR;
   }
   if (AT)
@@ -493,19 +494,22 @@ template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_prepare_as(
   return KV_ERR;
 }
 
-/* The family's configuration: FP8 kv_wgmma_fp8_wide_traits, kv_wgmma_fp8_mid_traits or kv_wgmma_fp8_traits, whichever
- * kv_gemm_fp8_bn names for the problem, the promotion interval and the SM count, layout nt (the
+/* The family's configuration: FP8 kv_wgmma_fp8_wide_traits, kv_wgmma_fp8_mid_traits,
+ * kv_wgmma_fp8_traits or kv_wgmma_fp8_small_traits, whichever kv_gemm_fp8_tile names for the problem, the promotion interval and the SM count, layout nt (the
  * only one the support rule lets through); else the tile kv_gemm_wgmma_tile names for the problem and the SM count:
  * kv_wgmma_traits, kv_wgmma_mid_traits or kv_wgmma_small_traits, and the splits of K that
  * kv_gemm_wgmma_splits names, with their fp32 workspace (freed by kv_gemm_release). */
 template <kv_dtype STORE, kv_dtype ACC> kv_status kv_gemm_wgmma_prepare(kv_gemm_problem *pr) {
   typedef kv_gemm::storage_t<STORE> T;
   if constexpr (sizeof(T) == 1) {
-    switch (kv_gemm_fp8_bn(pr->g.m, pr->g.n, pr->g.promote, pr->sms)) {
-      case KV_GEMM_FP8_WIDE_BN:
+    long long bm, bn;
+    switch (kv_gemm_fp8_tile(pr->g.m, pr->g.n, pr->g.promote, pr->sms, &bm, &bn)) {
+      case KV_GEMM_FP8_TILE_WIDE:
         return kv_wgmma_prepare_layout<kv_wgmma_fp8_wide_traits, T, ACC, 0, 1>(pr);
-      case KV_GEMM_FP8_MID_BN:
+      case KV_GEMM_FP8_TILE_MID:
         return kv_wgmma_prepare_layout<kv_wgmma_fp8_mid_traits, T, ACC, 0, 1>(pr);
+      case KV_GEMM_FP8_TILE_SMALL:
+        return kv_wgmma_prepare_layout<kv_wgmma_fp8_small_traits, T, ACC, 0, 1>(pr);
       default:
         return kv_wgmma_prepare_layout<kv_wgmma_fp8_traits, T, ACC, 0, 1>(pr);
     }

@@ -505,36 +505,44 @@ static void test_wgmma_tiles_and_splits(void) {
   EXPECT(bad == 0 && split > 0, "split rule: %d shapes break it (%d split)", bad, split);
 }
 
-/* kval-wgmma's FP8 tile (kv_gemm_fp8_bn) on 132 SMs: the wide tile only for problems that never
- * promote and fill 90 % of a wave with it; between the promoting tiles, 128x192 where its rounds
- * take no longer than 128x128's (1100x4000: 2 rounds of 189 against 3 of 288, a tie), 128x128
- * where they would (4096^2: 6 rounds against 8; 1152x2944: 2 against 2). */
+/* kval-wgmma's FP8 tile (kv_gemm_fp8_tile) on 132 SMs: the wide tile only for problems that
+ * never promote and fill 90 % of a wave with it; the small 64x128 tile where 128x128 tiles do not
+ * fill 90 % of a wave and small ones do (1024^2: 128 against 64); between the promoting 128-row
+ * tiles, 128x192 where its rounds take no longer than 128x128's (1100x4000: 2 rounds of 189
+ * against 3 of 288, a tie), 128x128 where they would (4096^2: 6 rounds against 8; 1152x2944: 2
+ * against 2). */
 static void test_fp8_tiles(void) {
   static const struct {
-    long long m, n, promote, bn;
-  } want[] = {{8192, 8192, 0, 256},  {8192, 8192, 512, 192}, {4096, 4096, 512, 128}, {4096, 4096, 0, 256},
-              {2048, 2048, 512, 128}, {2048, 2048, 0, 256},  {1024, 1024, 0, 128},   {16, 8192, 512, 128},
-              {1100, 4000, 128, 192}, {1100, 4000, 0, 256},  {1152, 2944, 128, 128}, {1152, 2048, 128, 192},
-              {136, 272, 0, 128},     {136, 272, 128, 128}};
+    long long m, n, promote, bm, bn;
+  } want[] = {{8192, 8192, 0, 128, 256},   {8192, 8192, 512, 128, 192}, {4096, 4096, 512, 128, 128},
+              {4096, 4096, 0, 128, 256},   {2048, 2048, 512, 128, 128}, {2048, 2048, 0, 128, 256},
+              {1024, 1024, 0, 64, 128},    {1024, 1024, 512, 64, 128},  {16, 8192, 512, 128, 128},
+              {1100, 4000, 128, 128, 192}, {1100, 4000, 0, 128, 256},   {1152, 2944, 128, 128, 128},
+              {1152, 2048, 128, 128, 192}, {1100, 1150, 128, 64, 128},  {136, 272, 0, 128, 128},
+              {136, 272, 128, 128, 128}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-    const long long bn = kv_gemm_fp8_bn(want[i].m, want[i].n, want[i].promote, KV_GEMM_PATH_SMS);
-    EXPECT(bn == want[i].bn, "%lldx%lld promote %lld: FP8 tile 128x%lld, want 128x%lld", want[i].m, want[i].n,
-           want[i].promote, bn, want[i].bn);
+    long long bm, bn;
+    kv_gemm_fp8_tile(want[i].m, want[i].n, want[i].promote, KV_GEMM_PATH_SMS, &bm, &bn);
+    EXPECT(bm == want[i].bm && bn == want[i].bn, "%lldx%lld promote %lld: FP8 tile %lldx%lld, want %lldx%lld", want[i].m,
+           want[i].n, want[i].promote, bm, bn, want[i].bm, want[i].bn);
   }
   int bad = 0;
   for (long long m = 1; m <= 20000; m = m * 3 / 2 + 7)
     for (long long n = 16; n <= 20000; n = n * 3 / 2 + 16)
       for (long long promote = 0; promote <= 128; promote += 128) {
-        const long long bn = kv_gemm_fp8_bn(m, n, promote, KV_GEMM_PATH_SMS);
-        /* rounds x columns of each promoting tile: the time of a row of tiles, in 128x1 columns */
+        long long bm, bn;
+        const int t = kv_gemm_fp8_tile(m, n, promote, KV_GEMM_PATH_SMS, &bm, &bn);
+        /* rounds x columns of each 128-row promoting tile: the time of a row of tiles, in 128x1 columns */
         const long long t128 = kv_gemm_waves(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN, KV_GEMM_PATH_SMS) * KV_GEMM_FP8_BN;
         const long long t192 =
             kv_gemm_waves(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_MID_BN, KV_GEMM_PATH_SMS) * KV_GEMM_FP8_MID_BN;
-        if ((promote > 0 && bn == KV_GEMM_FP8_WIDE_BN) || (bn == KV_GEMM_FP8_MID_BN && t192 > t128) ||
-            (bn == KV_GEMM_FP8_BN && t128 >= t192))
+        const int fills128 = kv_gemm_fills_wave(kv_gemm_tiles(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN), KV_GEMM_PATH_SMS);
+        if ((promote > 0 && t == KV_GEMM_FP8_TILE_WIDE) || (t == KV_GEMM_FP8_TILE_MID && t192 > t128) ||
+            (t == KV_GEMM_FP8_TILE_128 && t128 >= t192 && fills128) || (t == KV_GEMM_FP8_TILE_SMALL && fills128) ||
+            (t == KV_GEMM_FP8_TILE_SMALL) != (bm == KV_GEMM_FP8_SMALL_BM))
           bad++;
       }
-  EXPECT(bad == 0, "FP8 tile rule: %d shapes take a promoting tile whose rounds take longer, or the wide tile with promotion", bad);
+  EXPECT(bad == 0, "FP8 tile rule: %d shapes take a tile against the rule, or the wide tile with promotion", bad);
 }
 
 int main(void) {
