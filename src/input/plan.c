@@ -110,15 +110,24 @@ typedef struct {
   const char *section[KV_MAX_FAMILIES];
 } selection;
 
-static int select_add(selection *sel, int family, const char *section, char *err, size_t errlen) {
+/* Adds a family section to the selection; `where` is its deck section (NULL: a family --only
+ * names that has none in the deck). */
+static int select_add(selection *sel, int family, const char *section, const kv_deck_section *where, char *err,
+                      size_t errlen) {
   for (int i = 0; i < sel->n; i++)
     if (strcmp(sel->section[i], section) == 0) {
       snprintf(err, errlen, "kval: --only: '%s' selected twice (each family or section once)", section);
       return -1;
     }
   if (sel->n == KV_MAX_FAMILIES) {
-    snprintf(err, errlen, "kval: error: more than %d family sections selected (expected at most %d)", sel->n,
-             KV_MAX_FAMILIES);
+    if (where)
+      snprintf(err, errlen,
+               "%s:%d:%d: error: [%s] is family section %d of the plan (expected at most %d: split the deck, or "
+               "select fewer with --only)",
+               where->file, where->line, where->col, section, sel->n + 1, KV_MAX_FAMILIES);
+    else
+      snprintf(err, errlen, "kval: --only: '%s' is family section %d of the plan (expected at most %d)", section,
+               sel->n + 1, KV_MAX_FAMILIES);
     return -1;
   }
   sel->family[sel->n] = family;
@@ -177,10 +186,10 @@ static int select_families(const kv_deck *d, const char *only, selection *sel, c
       if (!section_family(name, &idx) || idx != i) continue;
       any = 1;
       if (only && !only_names(only, kv_families[i]->name) && !only_names(only, name)) continue;
-      if (select_add(sel, i, name, err, errlen) != 0) return -1;
+      if (select_add(sel, i, name, &d->sections[k], err, errlen) != 0) return -1;
     }
     if (only && !any && only_names(only, kv_families[i]->name) &&
-        select_add(sel, i, kv_families[i]->name, err, errlen) != 0)
+        select_add(sel, i, kv_families[i]->name, NULL, err, errlen) != 0)
       return -1;
   }
   if (sel->n == 0) {

@@ -13,7 +13,7 @@
 #include "family.h"
 #include "numerics/tolerance.h"
 
-#define KV_MAX_FAMILIES 32 /* family sections of one plan ([fa2], [fa2.tails], ...) */
+#define KV_MAX_FAMILIES 64 /* family sections of one plan ([fa2], [fa2.tails], ...) */
 #define KV_SECTION_NAME_LEN 16 /* a family section's name, its HDF5 group: at most 15 characters */
 
 typedef enum { KV_MODE_FLEET = 0, KV_MODE_SPLIT = 1 } kv_mode;
