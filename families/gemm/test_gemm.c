@@ -13,6 +13,7 @@
 #include "families/gemm/gemm.h"
 #include "families/gemm/gemm_limits.h"
 #include "families/testkit/family_checks.h"
+#include "numerics/accum.h"
 #include "numerics/tolerance.h"
 #include "tests/unit/test_util.h"
 
@@ -287,6 +288,52 @@ static void test_fp8_vs_reference(void) {
           EXPECT(ratio > 0.0 && ratio <= 1.0, "%s: max err / bound = %g", spec, ratio);
         fcase_free(&f);
       }
+}
+
+/* kv_gemm_emulate's FP8 path (exponents kept per matrix) bit for bit against kv_fp8_fused_sum
+ * applied element by element: both formats, normal and near_max codes, never promoted and
+ * promoted every 128, K with a partial k-step, zeros and NaNs planted (IEEE arithmetic carries
+ * them; kv_store saturates an infinity); the outputs are bf16 of the fp32 sums (alpha 1, beta 0). */
+static void test_fp8_emulation_exact(void) {
+  static const char *const fp8[] = {"e4m3:fp32", "e5m2:fp32"};
+  enum { M = 12, N = 20, K = 1040 };
+  int bad = 0, specials = 0;
+  for (int p = 0; p < 2; p++)
+    for (int d = 0; d < 2; d++)
+      for (int promote = 0; promote <= 128; promote += 128) {
+        char spec[160];
+        snprintf(spec, sizeof spec, "variant=kval-wgmma precision=%s layout=nt dist=%s shape=%dx%dx%d promote=%d",
+                 fp8[p], d ? "near_max" : "normal", M, N, K, promote);
+        fcase f;
+        fcase_make(&f, &kv_family_gemm, spec);
+        fcase_generate(&f, 700 + (uint64_t)(4 * p + 2 * d + promote / 128));
+        const kv_dtype st = f.c.prec.storage;
+        for (int i = 0; i < M; i++) kv_store(f.in[0], (size_t)i * K + 5, st, 0.0); /* a zero in every row */
+        kv_store(f.in[0], 3 * K + 700, st, NAN);                                    /* row 3 from k-step 21 */
+        kv_store(f.in[1], 7 * K + 1030, st, NAN);                                   /* column 7, the last k-step */
+        fcase_emulate(&f);
+        static float a[M * K], b[N * K];
+        kv_to_float(f.in[0], st, 0, (size_t)M * K, a); /* A stored M x K */
+        kv_to_float(f.in[1], st, 0, (size_t)N * K, b); /* B stored N x K */
+        for (int i = 0; i < M; i++)
+          for (int j = 0; j < N; j++) {
+            float acc = 0.0f, sum = 0.0f;
+            for (int k0 = 0; k0 < K; k0 += KV_FP8_KSTEP) {
+              const int steps = K - k0 < KV_FP8_KSTEP ? K - k0 : KV_FP8_KSTEP;
+              acc = kv_fp8_fused_sum(acc, a + i * K + k0, b + j * K + k0, 1, steps);
+              if (promote && ((k0 + steps) % promote == 0 || k0 + steps == K)) {
+                sum = sum + acc;
+                acc = 0.0f;
+              }
+            }
+            const double want = kv_round_f32(promote ? sum : acc, KV_BF16), got = fcase_out(&f, (size_t)i * N + j);
+            specials += !isfinite(want);
+            bad += !(want == got || (isnan(want) && isnan(got)));
+          }
+        fcase_free(&f);
+      }
+  EXPECT(bad == 0 && specials >= 8 * (N + M - 1), "FP8 emulation: %d of %d outputs differ from kv_fp8_fused_sum's (%d not finite)",
+         bad, 8 * M * N, specials);
 }
 
 static void test_invalid_fp8(void) {
@@ -581,6 +628,8 @@ int main(void) {
   test_fp8_vs_reference();
   TEST("FP8: support rules, byte counts, kval-wgmma's FP8 exact to the emulation");
   test_invalid_fp8();
+  TEST("FP8: the emulation's kept exponents, bit for bit as kv_fp8_fused_sum");
+  test_fp8_emulation_exact();
   TEST("kval-wgmma's tile and split-K rules");
   test_wgmma_tiles_and_splits();
   TEST("kval-wgmma's FP8 tile rule");

@@ -30,6 +30,15 @@ static inline int kv_fp8_exponent(float x) {
   const int e = (int)((kv_f32_bits(x) >> 23) & 0xffu);
   return e ? e - 127 : ilogbf(x);
 }
+/* The fused sum below once the largest exponent emax of its nonzero terms is known (every term
+ * finite): the terms truncated to multiples of 2^(emax - KV_FP8_ACC_BITS + 1) and added exactly. */
+static inline float kv_fp8_aligned_sum(float acc, const float *a, const float *b, size_t bs, int n, int emax) {
+  const int lsb = emax - KV_FP8_ACC_BITS + 1;
+  const double scale = ldexp(1.0, -lsb); /* terms in units of 2^lsb: exact products of powers of two */
+  double units = trunc((double)acc * scale);
+  for (int k = 0; k < n; k++) units += trunc((double)(a[k] * b[(size_t)k * bs]) * scale); /* a b exact in fp32 */
+  return (float)ldexp(units, lsb);
+}
 static inline float kv_fp8_fused_sum(float acc, const float *a, const float *b, size_t bs, int n) {
   int emax = INT_MIN, finite = isfinite(acc);
   if (acc != 0.0f && finite) emax = kv_fp8_exponent(acc);
@@ -44,12 +53,14 @@ static inline float kv_fp8_fused_sum(float acc, const float *a, const float *b, 
     return acc;
   }
   if (emax == INT_MIN) return acc; /* every term zero */
-  const int lsb = emax - KV_FP8_ACC_BITS + 1;
-  const double scale = ldexp(1.0, -lsb); /* terms in units of 2^lsb: exact products of powers of two */
-  double units = trunc((double)acc * scale);
-  for (int k = 0; k < n; k++) units += trunc((double)(a[k] * b[(size_t)k * bs]) * scale); /* a b exact in fp32 */
-  return (float)ldexp(units, lsb);
+  return kv_fp8_aligned_sum(acc, a, b, bs, n, emax);
 }
+/* kv_fp8_exponent of an operand element for kv_fp8_fused_sum's callers that keep the exponents of
+ * a matrix: KV_FP8_EXP_ZERO for zero, so that a product with a zero factor sums to below
+ * KV_FP8_EXP_NONE, under any product of nonzero floats (>= 2 x -149). */
+#define KV_FP8_EXP_ZERO (-8192)
+#define KV_FP8_EXP_NONE (-4096)
+static inline short kv_fp8_operand_exponent(float x) { return x == 0.0f ? KV_FP8_EXP_ZERO : (short)kv_fp8_exponent(x); }
 
 /* Round an fp32 value to the accumulator type (identity for fp32 accumulation). */
 static inline float kv_acc_round(float x, kv_dtype acc) {
