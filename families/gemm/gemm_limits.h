@@ -123,7 +123,9 @@ enum kv_gemm_fp8_tile_id {
 };
 static inline void kv_gemm_fp8_tile_dims(int t, long long *bm, long long *bn) {
   *bm = t == KV_GEMM_FP8_TILE_SMALL ? KV_GEMM_FP8_SMALL_BM : KV_GEMM_FP8_BM;
-  *bn = t == KV_GEMM_FP8_TILE_WIDE ? KV_GEMM_FP8_WIDE_BN : t == KV_GEMM_FP8_TILE_MID ? KV_GEMM_FP8_MID_BN : KV_GEMM_FP8_BN;
+  *bn = t == KV_GEMM_FP8_TILE_WIDE  ? KV_GEMM_FP8_WIDE_BN
+        : t == KV_GEMM_FP8_TILE_MID ? KV_GEMM_FP8_MID_BN
+                                    : KV_GEMM_FP8_BN;
 }
 /* kval-wgmma's FP8 tile for the problem (its id; *bm x *bn): the wide tile when the problem never
  * promotes and its wide tiles fill at least 90 % of one wave of SMs; the small tile when the

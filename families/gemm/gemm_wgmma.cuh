@@ -495,8 +495,9 @@ template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_prepare_as(
 }
 
 /* The family's configuration: FP8 kv_wgmma_fp8_wide_traits, kv_wgmma_fp8_mid_traits,
- * kv_wgmma_fp8_traits or kv_wgmma_fp8_small_traits, whichever kv_gemm_fp8_tile names for the problem, the promotion interval and the SM count, layout nt (the
- * only one the support rule lets through); else the tile kv_gemm_wgmma_tile names for the problem and the SM count:
+ * kv_wgmma_fp8_traits or kv_wgmma_fp8_small_traits, whichever kv_gemm_fp8_tile names for the
+ * problem, the promotion interval and the SM count, layout nt (the only one the support rule lets
+ * through); else the tile kv_gemm_wgmma_tile names for the problem and the SM count:
  * kv_wgmma_traits, kv_wgmma_mid_traits or kv_wgmma_small_traits, and the splits of K that
  * kv_gemm_wgmma_splits names, with their fp32 workspace (freed by kv_gemm_release). */
 template <kv_dtype STORE, kv_dtype ACC> kv_status kv_gemm_wgmma_prepare(kv_gemm_problem *pr) {

@@ -332,8 +332,8 @@ static void test_fp8_emulation_exact(void) {
           }
         fcase_free(&f);
       }
-  EXPECT(bad == 0 && specials >= 8 * (N + M - 1), "FP8 emulation: %d of %d outputs differ from kv_fp8_fused_sum's (%d not finite)",
-         bad, 8 * M * N, specials);
+  EXPECT(bad == 0 && specials >= 8 * (N + M - 1),
+         "FP8 emulation: %d of %d outputs differ from kv_fp8_fused_sum's (%d not finite)", bad, 8 * M * N, specials);
 }
 
 static void test_invalid_fp8(void) {
