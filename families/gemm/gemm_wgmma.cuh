@@ -42,8 +42,9 @@ __device__ __forceinline__ void grouped_tile(int t, int tiles_m, int tiles_n, in
   tn = r / rows;
 }
 
-/* Accumulators of one consumer warpgroup (64 x BN) for each accumulation mode: zero-free
- * start (the first k-step overwrites), one k-block of wgmma, and the epilogue. PROMOTED: FP8 (T
+/* Accumulators of one consumer warpgroup (64 x BN) for each accumulation mode: a tile's start
+ * (begin: nothing to zero, the first k-step overwrites; the promoted sum is zeroed), one k-block
+ * of wgmma, and the epilogue. PROMOTED: FP8 (T
  * of one byte, ACC KV_FP32) on a tile that promotes, with the promotion interval; FP8 on a tile
  * that never promotes is the plain fp32 accumulator. */
 template <class Tr, class T, kv_dtype ACC, int AT, int BT, bool PROMOTED = sizeof(T) == 1 && Tr::PROMOTES>
@@ -78,6 +79,7 @@ template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP32, AT
   static constexpr int N = Tr::BN / 2; /* registers */
   float d[N];
   static constexpr bool pipelined = true; /* k-block's wgmma may stay in flight */
+  __device__ __forceinline__ void begin() {}
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
     ptx::wgmma_fence();
 #pragma unroll
@@ -98,6 +100,7 @@ template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_FP16, AT
   static constexpr int N = Tr::BN / 4; /* registers: two fp16 accumulators each */
   uint32_t d[N];
   static constexpr bool pipelined = true;
+  __device__ __forceinline__ void begin() {}
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
     ptx::wgmma_fence();
 #pragma unroll
@@ -120,6 +123,7 @@ template <class Tr, class T, int AT, int BT> struct wgmma_acc<Tr, T, KV_BF16, AT
   typedef wgmma_descs<Tr, AT, BT> D;
   wgmma_acc<Tr, T, KV_FP32, AT, BT, false> f;
   static constexpr bool pipelined = false;
+  __device__ __forceinline__ void begin() {}
   __device__ __forceinline__ void kblock(uint32_t a_base, uint32_t b_base, bool first) {
 #pragma unroll
     for (int j = 0; j < Tr::BK / Tr::KSTEP; ++j) {
@@ -339,7 +343,7 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
       kv_gemm::grouped_tile<Tr::GROUP_M>(t % n_tiles, tiles_m, tiles_n, tm, tn);
       const int split = t / n_tiles, kb0 = split * kb_per, kb1 = min(kb0 + kb_per, kblocks);
       int prev = 0;
-      if constexpr (sizeof(T) == 1 && Tr::PROMOTES) acc.begin();
+      acc.begin();
       for (int kb = kb0; kb < kb1; ++kb) {
         kv::ptx::mbarrier_wait_parity(&full[s], phase);
         acc.kblock(kv::ptx::smem_addr(sa + s * (Tr::BM * Tr::BK)) + a_off,
