@@ -105,7 +105,13 @@ CONF
     k=$((k + 1))
   done
   echo "PartitionName=test Nodes=n[1-$sc_n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES" >> "$d/slurm.conf"
-  : > "$d/mpi.conf"
+  # PMIx fences go around a ring of the nodes. With the default ("mixed"), a fence without data
+  # takes Slurm's tree, and on these emulated nodes (one host) that tree completes on each
+  # node alone (slurmd debug log: "local delivery" right after the node's own contribution,
+  # no message between the steps' daemons). Open MPI's closing barrier of MPI_Init is such a
+  # fence: a rank of n1 then sent its first message (kval's broadcast of the deck) to a rank of
+  # n2 still waiting for the modex, which crashed inside MPI_Init (1 launch in about 200).
+  echo "PMIxCollFence=ring" > "$d/mpi.conf"
   SLURM_CONF="$d/slurm.conf"
   export SLURM_CONF SLURM_FAKE_GPUS
   # The emulated nodes share one kernel: Open MPI's shared-memory transport names its segments
