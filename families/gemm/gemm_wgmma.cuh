@@ -44,9 +44,9 @@ __device__ __forceinline__ void grouped_tile(int t, int tiles_m, int tiles_n, in
 
 /* Accumulators of one consumer warpgroup (64 x BN) for each accumulation mode: a tile's start
  * (begin: nothing to zero, the first k-step overwrites; the promoted sum is zeroed), one k-block
- * of wgmma, and the epilogue. PROMOTED: FP8 (T
- * of one byte, ACC KV_FP32) on a tile that promotes, with the promotion interval; FP8 on a tile
- * that never promotes is the plain fp32 accumulator. */
+ * of wgmma, and the epilogue. PROMOTED: FP8 (T of one byte, ACC KV_FP32) on a tile that
+ * promotes, with the promotion interval; FP8 on a tile that never promotes is the plain fp32
+ * accumulator. */
 template <class Tr, class T, kv_dtype ACC, int AT, int BT, bool PROMOTED = sizeof(T) == 1 && Tr::PROMOTES>
 struct wgmma_acc;
 
