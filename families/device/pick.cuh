@@ -1,6 +1,6 @@
 /* pick.cuh - what the attention dispatchers (fa2_dispatch.cu, fa2bwd_dispatch.cu) share:
- * compile-time values as types, the choice of a (head dim 64|128) x (fp16|bf16 storage) x
- * causal instantiation, and the status of a prepare step that may refuse a problem with a
+ * compile-time values as types, the choice of a (head dim) x (fp16|bf16 storage) x causal
+ * instantiation, and the status of a prepare step that may refuse a problem with a
  * reason of its own. Host code. */
 #ifndef KVAL_DEVICE_PICK_CUH
 #define KVAL_DEVICE_PICK_CUH
@@ -19,17 +19,20 @@ using int_ = std::integral_constant<int, V>;
 template <kv_dtype T>
 using dtype_ = std::integral_constant<kv_dtype, T>;
 
-/* f(D, STORE, CAUSAL) as integral constants, for head dim 64 or 128 (any other value: 128,
- * which the family's support rule has refused before) and fp16 or bf16 storage. */
-template <class F>
-cudaError_t d64_d128_by_store_causal(int headdim, kv_precision prec, int causal, F &&f) {
+/* f(D, STORE, CAUSAL) as integral constants, for the head dim among Ds that equals headdim and
+ * fp16 or bf16 storage; a head dim outside Ds (which the family's support rule has refused
+ * before) is cudaErrorInvalidValue without calling f. */
+template <int... Ds, class F>
+cudaError_t by_headdim_store_causal(int headdim, kv_precision prec, int causal, F &&f) {
   auto by_causal = [&](auto d, auto st) -> cudaError_t {
     return causal ? f(d, st, std::true_type{}) : f(d, st, std::false_type{});
   };
   auto by_store = [&](auto d) -> cudaError_t {
     return prec.storage == KV_FP16 ? by_causal(d, dtype_<KV_FP16>{}) : by_causal(d, dtype_<KV_BF16>{});
   };
-  return headdim == 64 ? by_store(int_<64>{}) : by_store(int_<128>{});
+  cudaError_t e = cudaErrorInvalidValue;
+  (void)((headdim == Ds && ((e = by_store(int_<Ds>{})), true)) || ...);
+  return e;
 }
 
 /* A kernel's own refusal (cudaErrorInvalidValue with a reason) as KV_ERR with that reason;

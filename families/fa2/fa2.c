@@ -25,7 +25,7 @@ static const char *const fa2_variants[] = {"kval-wgmma", "kval-mma", NULL};
 
 static const kv_axis_desc fa2_axes[] = {
     {"variant", KV_AXIS_STR, "kval-wgmma kval-mma", fa2_variants, 0, 0,
-     "kernel: kval-wgmma (Hopper wgmma + TMA; headdim 64/128, fp32 accumulation) or kval-mma (mma.sync; all)"},
+     "kernel: kval-wgmma (Hopper wgmma + TMA; headdim 64/128/256, fp32 accumulation) or kval-mma (mma.sync; all)"},
     {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0, "storage:accumulator type pair"},
     {"headdim", KV_AXIS_INT, "64 128", NULL, 32, 256, "head dimension (kernels: 32, 64, 96, 128, 256)"},
     {"seqlen", KV_AXIS_INT, "512 1024 2048", NULL, 1, 1048576, "query sequence length"},

@@ -67,7 +67,7 @@ kv_status kv_fa2_prepare(const kv_fa2_args &a, int variant, int headdim, kv_prec
   const char *refusal = nullptr;
   cudaError_t e;
   if (variant == KV_FA2_WGMMA)
-    e = kv::pick::d64_d128_by_store_causal(headdim, prec, causal, [&](auto d, auto st, auto ca) {
+    e = kv::pick::by_headdim_store_causal<64, 128, 256>(headdim, prec, causal, [&](auto d, auto st, auto ca) {
       return kv_fa2_wgmma_prepare<decltype(d)::value, decltype(st)::value, decltype(ca)::value>(pr, &refusal);
     });
   else

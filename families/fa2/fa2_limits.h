@@ -16,7 +16,7 @@
 #define KV_FA2_BLOCK_M(d) ((d) == 256 ? 64 : 128)
 #define KV_FA2_BLOCK_N(d) ((d) == 32 || (d) == 64 ? 128 : (d) == 256 ? 32 : 48)
 #define KV_FA2_WGMMA_BLOCK_M(d) 128
-#define KV_FA2_WGMMA_BLOCK_N(d) 128
+#define KV_FA2_WGMMA_BLOCK_N(d) ((d) == 256 ? 64 : 128)
 
 /* The family's two kernels: kval-mma (mma.sync: every head dim and precision) and kval-wgmma
  * (Hopper wgmma + TMA). */
@@ -39,7 +39,8 @@ static inline const char *kv_fa2_unsupported(int variant, long long headdim, kv_
   if (headdim != 32 && headdim != 64 && headdim != 96 && headdim != 128 && headdim != 256)
     return "headdim must be 32, 64, 96, 128 or 256";
   if (variant == KV_FA2_WGMMA) {
-    if (headdim != 64 && headdim != 128) return "kval-wgmma: headdim must be 64 or 128 (kval-mma has 32, 64, 96, 128, 256)";
+    if (headdim != 64 && headdim != 128 && headdim != 256)
+      return "kval-wgmma: headdim must be 64, 128 or 256 (kval-mma also has 32 and 96)";
     if (p.accum != KV_FP32) return "kval-wgmma: fp32 accumulation only (the reduced-accumulator models run on kval-mma)";
   }
   return NULL;

@@ -53,7 +53,7 @@ namespace ptx = kv::ptx;
 using kv_fa2_common::ex2;
 using kv_fa2_common::storage_t;
 
-/* ---- wgmma m64nNk16 with fp32 accumulators, N = 64 or 128 ---- */
+/* ---- wgmma m64nNk16 with fp32 accumulators: S with N = 64 or 128, O with N = 64, 128 or 256 ---- */
 
 /* S = A B^T: A (64 x 16) and B (N x 16) K-major from shared memory; accumulate != 0 adds. */
 template <kv_dtype STORE, int N>
@@ -82,11 +82,23 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
 }
 
 /* O += A B: A (64 x 16) from registers (the mma m16n8k16 A fragment per warp), B (16 x N)
- * N-major from shared memory (transpose bit set). */
+ * N-major from shared memory (transpose bit set); N = 256 for head dim 256. */
 template <kv_dtype STORE, int N>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db) {
-  static_assert(N == 64 || N == 128, "instantiated N");
-  if constexpr (N == 128 && STORE == KV_FP16)
+  static_assert(N == 64 || N == 128 || N == 256, "instantiated N");
+  if constexpr (N == 256 && STORE == KV_FP16)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " KV_WG_REGS128
+                 ", {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+                 : KV_WG_F128
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+  else if constexpr (N == 256)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " KV_WG_REGS128
+                 ", {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+                 : KV_WG_F128
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+  else if constexpr (N == 128 && STORE == KV_FP16)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " KV_WG_REGS64
                  ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"

@@ -52,5 +52,10 @@ struct kv_fa2_wgmma_traits<64>
 template <>
 struct kv_fa2_wgmma_traits<128>
     : kv_fa2_wgmma_config<128, KV_FA2_WGMMA_BLOCK_N(128), 2, KV_FA2_WGMMA_BLOCK_M(128) / 64, false, 24, 240> {};
+/* d = 256: 128 query rows x 64-key tiles, two stages (64 + 2 x 2 x 32 = 192 KB of shared
+ * memory); a consumer thread holds O's 128 accumulators, S's 32 and P's 16 registers. */
+template <>
+struct kv_fa2_wgmma_traits<256>
+    : kv_fa2_wgmma_config<256, KV_FA2_WGMMA_BLOCK_N(256), 2, KV_FA2_WGMMA_BLOCK_M(256) / 64, false, 24, 240> {};
 
 #endif

@@ -10,7 +10,7 @@ src_libkval_a_SOURCES += \
 	families/fa2/fa2_wgmma_traits.h families/fa2/fa2_wgmma.cuh \
 	families/fa2/inst/fa2_mma_d32.cu families/fa2/inst/fa2_mma_d64.cu families/fa2/inst/fa2_mma_d96.cu \
 	families/fa2/inst/fa2_mma_d128.cu families/fa2/inst/fa2_mma_d256.cu \
-	families/fa2/inst/fa2_wgmma_d64.cu families/fa2/inst/fa2_wgmma_d128.cu \
+	families/fa2/inst/fa2_wgmma_d64.cu families/fa2/inst/fa2_wgmma_d128.cu families/fa2/inst/fa2_wgmma_d256.cu \
 	families/fa2/fa2_dispatch.cu families/fa2/fa2_cuda.cu families/fa2/fa2_gpu_ref.cu
 noinst_PROGRAMS += families/fa2/bench/fa2_bench
 families_fa2_bench_fa2_bench_SOURCES = families/fa2/bench/fa2_bench.cu families/fa2/bench/fa2_ladder.h \

@@ -257,7 +257,8 @@ static void test_invalid_fa2(void) {
   const char *fp32 = "fp32 storage not implemented: kval's tensor-core kernels take fp16/bf16";
   EXPECT_STREQ(invalid_of(&kv_family_fa2, "precision=fp16:fp32 headdim=64", "cpu"), NULL);
   EXPECT_STREQ(invalid_of(&kv_family_fa2, "variant=kval-mma precision=bf16:bf16 headdim=256", "cuda"), NULL);
-  EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "variant=kval-wgmma headdim=256", "cuda"), "kval-wgmma: headdim");
+  EXPECT_STREQ(invalid_of(&kv_family_fa2, "variant=kval-wgmma headdim=256", "cuda"), NULL);
+  EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "variant=kval-wgmma headdim=96", "cuda"), "kval-wgmma: headdim");
   EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "variant=kval-wgmma precision=fp16:fp16", "cpu"), "fp32 accumulation");
   EXPECT_STREQ(invalid_of(&kv_family_fa2, "variant=kval-wgmma precision=bf16:fp32 headdim=128", "cpu"), NULL);
   EXPECT_CONTAINS(invalid_of(&kv_family_fa2, "headdim=48", "cpu"), "headdim");

@@ -20,9 +20,10 @@ kv_status kv_fa2bwd_prepare(const kv_fa2bwd_args &a, int variant, int headdim, k
   pr->causal = causal;
   pr->prec = prec;
   const char *refusal = nullptr;
-  const cudaError_t e = kv::pick::d64_d128_by_store_causal(headdim, prec, causal, [&](auto d, auto st, auto ca) {
+  auto prepare = [&](auto d, auto st, auto ca) {
     return kv_fa2bwd_mma_prepare<decltype(d)::value, decltype(st)::value, decltype(ca)::value>(pr, &refusal);
-  });
+  };
+  const cudaError_t e = kv::pick::by_headdim_store_causal<64, 128>(headdim, prec, causal, prepare);
   return kv::pick::prepare_status(e, refusal, why);
 }
 
