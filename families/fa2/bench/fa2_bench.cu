@@ -4,7 +4,8 @@
  * bench   both variants through the family's own dispatch: batch x seqlen = 32768 tokens, 16
  *         heads, head dims 64 and 128, seqlen 512 .. 16384, fp16:fp32 and bf16:fp32, causal
  *         and not; kval-mma also fp16:fp16 and bf16:bf16 (d 64, 128) and fp16:fp32 at d 32, 96
- *         and 256, at seqlen 4096 (the shapes PyTorch's peers time: peers.py)
+ *         and 256, kval-wgmma fp16:fp32 and bf16:fp32 at d 256, at seqlen 4096 (the shapes
+ *         PyTorch's peers time: peers.py)
  * ladder  the rungs of kval-mma's tile ladder (fa2_ladder.h), each launched on the family's
  *         prepared problem (a launch override): d 64 and 128, fp16:fp32 and bf16:fp32, causal
  *         and not, seqlen 2048 and 8192
@@ -40,6 +41,8 @@ kv_status bench(kv_bench *b) {
       for (int causal = 0; causal < 2; ++causal) KV_TRY(run(b, "kval-mma", p, d, 4096, causal, nullptr, nullptr));
   for (int d : {32, 96, 256})
     for (int causal = 0; causal < 2; ++causal) KV_TRY(run(b, "kval-mma", "fp16:fp32", d, 4096, causal, nullptr, nullptr));
+  for (const char *p : {"fp16:fp32", "bf16:fp32"})
+    for (int causal = 0; causal < 2; ++causal) KV_TRY(run(b, "kval-wgmma", p, 256, 4096, causal, nullptr, nullptr));
   return KV_OK;
 }
 

@@ -5,8 +5,9 @@ median), written as rows of the bench CSV (bench/README.md) so bench/side_by_sid
 them beside kval's.
 
 Backends: SDPA with the flash backend (FlashAttention-2 code) and with the cuDNN backend.
-Shapes: head dim 64 and 128, fp16 and bf16 (PyTorch accumulates in fp32: precision fp16:fp32,
-bf16:fp32), causal and not, seqlen 512 .. 16384 with batch * seqlen = 32768 and 16 heads,
+Shapes: head dim 64 and 128 (and 256 at seqlen 4096), fp16 and bf16 (PyTorch accumulates in
+fp32: precision fp16:fp32, bf16:fp32), causal and not, seqlen 512 .. 16384 with batch * seqlen
+= 32768 and 16 heads,
 inputs normal(0, 1) (dist normal); tensors in kval's layout [batch, seqlen, heads, headdim],
 handed to SDPA as the [batch, heads, seqlen, headdim] view (transpose(1, 2)), as
 FlashAttention reads them. TFLOP/s = 4 * B * H * L * L * d / t, halved when causal (kval's
@@ -36,10 +37,10 @@ def time_peers(torch, timer, w):
 
     backends = [("sdpa-flash", SDPBackend.FLASH_ATTENTION), ("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION)]
     rows = []
-    for d in (64, 128):
+    for d, lens in ((64, LENS), (128, LENS), (256, (4096,))):  # d 256: fa2_bench's kval-wgmma rows
         for dtype, pname in ((torch.float16, "fp16:fp32"), (torch.bfloat16, "bf16:fp32")):
             for causal in (0, 1):
-                for L in LENS:
+                for L in lens:
                     B = TOKENS // L
                     gen = torch.Generator(device="cuda").manual_seed(L * 7 + d)
                     q, k, v = (torch.randn(B, L, HEADS, d, device="cuda", dtype=dtype, generator=gen)
