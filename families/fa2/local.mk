@@ -15,6 +15,8 @@ src_libkval_a_SOURCES += \
 noinst_PROGRAMS += families/fa2/bench/fa2_bench
 families_fa2_bench_fa2_bench_SOURCES = families/fa2/bench/fa2_bench.cu families/fa2/bench/fa2_ladder.h \
 	families/fa2/bench/fa2_ladder_step.cuh families/fa2/bench/fa2_ladder_d64.cu families/fa2/bench/fa2_ladder_d128.cu \
+	families/fa2/bench/fa2_wgmma_ladder_step.cuh families/fa2/bench/fa2_wgmma_ladder_d64.cu \
+	families/fa2/bench/fa2_wgmma_ladder_d128.cu \
 	$(KV_BENCH_KIT)
 endif
 check_PROGRAMS += families/fa2/test_fa2

@@ -6,9 +6,9 @@
  *         and not; kval-mma also fp16:fp16 and bf16:bf16 (d 64, 128) and fp16:fp32 at d 32, 96
  *         and 256, kval-wgmma fp16:fp32 and bf16:fp32 at d 256, at seqlen 4096 (the shapes
  *         PyTorch's peers time: peers.py)
- * ladder  the rungs of kval-mma's tile ladder (fa2_ladder.h), each launched on the family's
- *         prepared problem (a launch override): d 64 and 128, fp16:fp32 and bf16:fp32, causal
- *         and not, seqlen 2048 and 8192
+ * ladder  the rungs of kval-mma's and kval-wgmma's tile ladders (fa2_ladder.h), each launched
+ *         on the family's prepared problem of its variant (a launch override): d 64 and 128,
+ *         fp16:fp32 and bf16:fp32, causal and not, seqlen 2048 and 8192
  * all     both (the default). Exit 0 when every case passed, 1 otherwise, 77 without a GPU. */
 #include <stdio.h>
 
@@ -51,8 +51,8 @@ kv_status bench(kv_bench *b) {
 kv_status rung_prepare(const void *problem, const void *arg, void **state, const char **why) {
   const kv_fa2_ladder_step *step = static_cast<const kv_fa2_ladder_step *>(arg);
   const kv_fa2_problem &own = static_cast<const kv_fa2_case *>(problem)->kernel;
-  if (own.variant != KV_FA2_MMA || own.headdim != step->headdim || own.prec.accum != KV_FP32) {
-    *why = "fa2 ladder: the rung needs a kval-mma problem of its head dim with fp32 accumulation";
+  if (own.variant != kv_fa2_variant_of(step->variant) || own.headdim != step->headdim || own.prec.accum != KV_FP32) {
+    *why = "fa2 ladder: the rung needs a problem of its variant and head dim with fp32 accumulation";
     return KV_ERR;
   }
   kv_fa2_problem *pr = new (std::nothrow) kv_fa2_problem(own);
@@ -79,14 +79,18 @@ kv_status ladder(kv_bench *b) {
   const struct {
     const kv_fa2_ladder_step *steps;
     int n;
-  } dims[] = {{kv_fa2_ladder_d64, kv_fa2_ladder_d64_count}, {kv_fa2_ladder_d128, kv_fa2_ladder_d128_count}};
+  } dims[] = {{kv_fa2_ladder_d64, kv_fa2_ladder_d64_count},
+               {kv_fa2_ladder_d128, kv_fa2_ladder_d128_count},
+               {kv_fa2_wgmma_ladder_d64, kv_fa2_wgmma_ladder_d64_count},
+               {kv_fa2_wgmma_ladder_d128, kv_fa2_wgmma_ladder_d128_count}};
   for (const auto &dim : dims)
     for (int i = 0; i < dim.n; ++i) {
       const kv_fa2_ladder_step &step = dim.steps[i];
       const kv_cuda_launch_override ovr = {rung_prepare, rung_launch, rung_resources, rung_release, &step};
       for (const char *p : {"fp16:fp32", "bf16:fp32"})
         for (int causal = 0; causal < 2; ++causal)
-          for (int seqlen : {2048, 8192}) KV_TRY(run(b, "kval-mma", p, step.headdim, seqlen, causal, step.name, &ovr));
+          for (int seqlen : {2048, 8192})
+            KV_TRY(run(b, step.variant, p, step.headdim, seqlen, causal, step.name, &ovr));
     }
   return KV_OK;
 }

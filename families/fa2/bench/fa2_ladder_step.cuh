@@ -5,22 +5,19 @@
 #define KVAL_FA2_LADDER_STEP_CUH
 
 #include "families/fa2/bench/fa2_ladder.h"
+#include "families/device/pick.cuh"
 #include "families/fa2/fa2_mma.cuh"
 
 template <class Tr>
 kv_status kv_fa2_ladder_prepare(kv_fa2_problem *pr, const char **why) {
-  cudaError_t e;
-  if (pr->prec.storage == KV_FP16)
-    e = pr->causal ? kv_fa2::prepare<Tr, KV_FP16, KV_FP32, true>(pr, why)
-                   : kv_fa2::prepare<Tr, KV_FP16, KV_FP32, false>(pr, why);
-  else
-    e = pr->causal ? kv_fa2::prepare<Tr, KV_BF16, KV_FP32, true>(pr, why)
-                   : kv_fa2::prepare<Tr, KV_BF16, KV_FP32, false>(pr, why);
-  if (e == cudaErrorInvalidValue && *why) return KV_ERR; /* the configuration's own refusal */
-  return CHECK_CUDA(e);
+  auto prepare = [&](auto, auto st, auto ca) {
+    return kv_fa2::prepare<Tr, decltype(st)::value, KV_FP32, decltype(ca)::value>(pr, why);
+  };
+  const cudaError_t e = kv::pick::by_headdim_store_causal<Tr::kHeadDim>(Tr::kHeadDim, pr->prec, pr->causal, prepare);
+  return kv::pick::prepare_status(e, *why, why); /* a refusal of the configuration's own */
 }
 
 #define KV_FA2_LADDER_STEP(name, D, BM, BN, ST, QR, MINB) \
-  { name, D, kv_fa2_ladder_prepare<kv_fa2_config<D, BM, BN, ST, QR, MINB>> }
+  { name, "kval-mma", D, kv_fa2_ladder_prepare<kv_fa2_config<D, BM, BN, ST, QR, MINB>> }
 
 #endif
