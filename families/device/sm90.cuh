@@ -220,7 +220,7 @@ __device__ __forceinline__ void wgmma_m64nNk16_f16(uint32_t (&d)[N / 4], uint64_
 #undef KV_WG_SS
 
 /* d (+)= A B for a 64 x N x 32 step of FP8 inputs (T __nv_fp8_e4m3 or __nv_fp8_e5m2, both
- * operands), N = 256, 192 or 128, fp32 accumulators (N / 2 a thread); A and B K-major (FP8 wgmma has
+ * operands), N = 256, 192, 128 or 64, fp32 accumulators (N / 2 a thread); A and B K-major (FP8 wgmma has
  * no transpose). KV_WG_FP8 spells the instruction with its operand numbers: descriptors DA, DB
  * and the accumulate flag P. */
 #define KV_WG_FP8(SHAPE_TYPES, REGS, DA, DB, P) \
@@ -228,7 +228,7 @@ __device__ __forceinline__ void wgmma_m64nNk16_f16(uint32_t (&d)[N / 4], uint64_
 #define KV_WG_FP8_IN "l"(desc_a), "l"(desc_b), "r"(accumulate)
 template <class T, int N>
 __device__ __forceinline__ void wgmma_m64nNk32_f32(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  static_assert(N == 256 || N == 192 || N == 128, "FP8 wgmma wrappers: N = 256, 192, 128");
+  static_assert(N == 256 || N == 192 || N == 128 || N == 64, "FP8 wgmma wrappers: N = 256, 192, 128, 64");
   constexpr bool E4M3 = std::is_same<T, __nv_fp8_e4m3>::value;
   static_assert(E4M3 || std::is_same<T, __nv_fp8_e5m2>::value, "FP8 wgmma takes e4m3 or e5m2");
   if constexpr (N == 256 && E4M3)
@@ -239,10 +239,14 @@ __device__ __forceinline__ void wgmma_m64nNk32_f32(float (&d)[N / 2], uint64_t d
     asm volatile(KV_WG_FP8("m64n192k32.f32.e4m3.e4m3", KV_WG_REGS96, 96, 97, 98) : KV_WG_F96 : KV_WG_FP8_IN);
   else if constexpr (N == 192)
     asm volatile(KV_WG_FP8("m64n192k32.f32.e5m2.e5m2", KV_WG_REGS96, 96, 97, 98) : KV_WG_F96 : KV_WG_FP8_IN);
-  else if constexpr (E4M3)
+  else if constexpr (N == 128 && E4M3)
     asm volatile(KV_WG_FP8("m64n128k32.f32.e4m3.e4m3", KV_WG_REGS64, 64, 65, 66) : KV_WG_F64 : KV_WG_FP8_IN);
-  else
+  else if constexpr (N == 128)
     asm volatile(KV_WG_FP8("m64n128k32.f32.e5m2.e5m2", KV_WG_REGS64, 64, 65, 66) : KV_WG_F64 : KV_WG_FP8_IN);
+  else if constexpr (E4M3)
+    asm volatile(KV_WG_FP8("m64n64k32.f32.e4m3.e4m3", KV_WG_REGS32, 32, 33, 34) : KV_WG_F32 : KV_WG_FP8_IN);
+  else
+    asm volatile(KV_WG_FP8("m64n64k32.f32.e5m2.e5m2", KV_WG_REGS32, 32, 33, 34) : KV_WG_F32 : KV_WG_FP8_IN);
 }
 #undef KV_WG_FP8_IN
 #undef KV_WG_FP8

@@ -261,7 +261,7 @@ static int gemm_path_tag(int i, char *b, size_t n) {
     if (var == KV_GEMM_WGMMA) {
       for (int w = 0; wgmma_fp8[w]; w++)
         if (kv_tag_at(&i, b, n, "gemm:%s:fp8:%s", gemm_variants[v], wgmma_fp8[w])) return 1;
-      for (int t = KV_GEMM_FP8_TILE_WIDE; t <= KV_GEMM_FP8_TILE_SMALL; t++) {
+      for (int t = KV_GEMM_FP8_TILE_WIDE; t <= KV_GEMM_FP8_TILE_SKINNY; t++) {
         long long bm, bn;
         kv_gemm_fp8_tile_dims(t, &bm, &bn);
         if (kv_tag_at(&i, b, n, "gemm:%s:fp8:tile%lldx%lld", gemm_variants[v], bm, bn) ||

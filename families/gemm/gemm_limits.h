@@ -101,12 +101,13 @@ static inline int kv_gemm_variant_of(const char *name) {
  * k-block boundaries (multiples of KV_GEMM_FP8_BK); cublas with promote > 0 runs with fast
  * accumulation off, promoting at an interval cuBLASLt does not publish. kval-wgmma's FP8 tiles
  * (gemm_traits.h): KV_GEMM_FP8_BM rows by KV_GEMM_FP8_BN or KV_GEMM_FP8_MID_BN columns and
- * KV_GEMM_FP8_SMALL_BM by KV_GEMM_FP8_BN (the ones that can promote: a second set of fp32
- * registers beside the accumulators), KV_GEMM_FP8_BM by KV_GEMM_FP8_WIDE_BN (never promotes:
+ * KV_GEMM_FP8_SMALL_BM by KV_GEMM_FP8_BN or KV_GEMM_FP8_SKINNY_BN (the ones that can promote: a
+ * second set of fp32 registers beside the accumulators), KV_GEMM_FP8_BM by KV_GEMM_FP8_WIDE_BN (never promotes:
  * its accumulators take the registers); k-blocks of KV_GEMM_FP8_BK. */
 #define KV_GEMM_FP8_BM 128
 #define KV_GEMM_FP8_SMALL_BM 64
 #define KV_GEMM_FP8_BN 128
+#define KV_GEMM_FP8_SKINNY_BN 64
 #define KV_GEMM_FP8_MID_BN 192
 #define KV_GEMM_FP8_WIDE_BN 256
 #define KV_GEMM_FP8_BK 128
@@ -114,34 +115,40 @@ static inline int kv_gemm_variant_of(const char *name) {
 static inline long long kv_gemm_waves(long long m, long long n, long long bm, long long bn, int sms) {
   return (kv_gemm_tiles(m, n, bm, bn) + sms - 1) / sms;
 }
-/* kval-wgmma's FP8 tiles: wide 128x256, mid 128x192, the 128x128 tile and small 64x128. */
+/* kval-wgmma's FP8 tiles: wide 128x256, mid 128x192, the 128x128 tile, small 64x128, skinny 64x64. */
 enum kv_gemm_fp8_tile_id {
   KV_GEMM_FP8_TILE_WIDE = 0,
   KV_GEMM_FP8_TILE_MID = 1,
   KV_GEMM_FP8_TILE_128 = 2,
-  KV_GEMM_FP8_TILE_SMALL = 3
+  KV_GEMM_FP8_TILE_SMALL = 3,
+  KV_GEMM_FP8_TILE_SKINNY = 4
 };
 static inline void kv_gemm_fp8_tile_dims(int t, long long *bm, long long *bn) {
-  *bm = t == KV_GEMM_FP8_TILE_SMALL ? KV_GEMM_FP8_SMALL_BM : KV_GEMM_FP8_BM;
-  *bn = t == KV_GEMM_FP8_TILE_WIDE  ? KV_GEMM_FP8_WIDE_BN
-        : t == KV_GEMM_FP8_TILE_MID ? KV_GEMM_FP8_MID_BN
-                                    : KV_GEMM_FP8_BN;
+  *bm = t >= KV_GEMM_FP8_TILE_SMALL ? KV_GEMM_FP8_SMALL_BM : KV_GEMM_FP8_BM;
+  *bn = t == KV_GEMM_FP8_TILE_WIDE     ? KV_GEMM_FP8_WIDE_BN
+        : t == KV_GEMM_FP8_TILE_MID    ? KV_GEMM_FP8_MID_BN
+        : t == KV_GEMM_FP8_TILE_SKINNY ? KV_GEMM_FP8_SKINNY_BN
+                                       : KV_GEMM_FP8_BN;
 }
 /* kval-wgmma's FP8 tile for the problem (its id; *bm x *bn): the wide tile when the problem never
- * promotes and its wide tiles fill at least 90 % of one wave of SMs; the small tile when the
- * 128x128 tiles do not fill 90 % of a wave and the small ones do; else the 128x192 tile when its
+ * promotes and its wide tiles fill at least 90 % of one wave of SMs; when the 128x128 tiles do
+ * not fill 90 % of a wave, the small 64x128 tile where it does, else the skinny 64x64 tile where
+ * it does (else 128x128); else the 128x192 tile when its
  * rounds take no longer than the 128x128 tile's (a round of 128x192 tiles is 1.5 times the work:
  * 3 x its waves <= 2 x the 128x128 tile's), else the 128x128 tile. */
 static inline int kv_gemm_fp8_tile(long long m, long long n, long long promote, int sms, long long *bm, long long *bn) {
   int t = KV_GEMM_FP8_TILE_128;
   if (promote == 0 && kv_gemm_fills_wave(kv_gemm_tiles(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_WIDE_BN), sms))
     t = KV_GEMM_FP8_TILE_WIDE;
-  else if (!kv_gemm_fills_wave(kv_gemm_tiles(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN), sms) &&
-           kv_gemm_fills_wave(kv_gemm_tiles(m, n, KV_GEMM_FP8_SMALL_BM, KV_GEMM_FP8_BN), sms))
-    t = KV_GEMM_FP8_TILE_SMALL;
-  else if (3 * kv_gemm_waves(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_MID_BN, sms) <=
-           2 * kv_gemm_waves(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN, sms))
+  else if (!kv_gemm_fills_wave(kv_gemm_tiles(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN), sms)) {
+    if (kv_gemm_fills_wave(kv_gemm_tiles(m, n, KV_GEMM_FP8_SMALL_BM, KV_GEMM_FP8_BN), sms))
+      t = KV_GEMM_FP8_TILE_SMALL;
+    else if (kv_gemm_fills_wave(kv_gemm_tiles(m, n, KV_GEMM_FP8_SMALL_BM, KV_GEMM_FP8_SKINNY_BN), sms))
+      t = KV_GEMM_FP8_TILE_SKINNY;
+  } else if (3 * kv_gemm_waves(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_MID_BN, sms) <=
+             2 * kv_gemm_waves(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN, sms)) {
     t = KV_GEMM_FP8_TILE_MID;
+  }
   kv_gemm_fp8_tile_dims(t, bm, bn);
   return t;
 }

@@ -15,7 +15,7 @@
  * tile) walking the tiles in groups of GROUP_M tile-rows. Each consumer owns
  * BM / CONSUMERS = 64 rows and all BN columns of the tile (one m64nBNkKSTEP wgmma per k-step).
  * ELEM: bytes per operand element, 2 (fp16/bf16: m64nBNk16, BN 256, 128 or 64) or 1 (FP8:
- * m64nBNk32, BN 256, 192 or 128); either way a k-block row is one 128-byte swizzle row (BK = 128 / ELEM) and a
+ * m64nBNk32, BN 256, 192, 128 or 64); either way a k-block row is one 128-byte swizzle row (BK = 128 / ELEM) and a
  * k-step 32 bytes of it.
  * EPI_TMA 1: the epilogue writes the tile into a swizzled shared-memory buffer per consumer
  * and one TMA store sends it out while the next tile's k-loop runs (when N is a multiple of 8);
@@ -27,7 +27,7 @@
  * storage the tile kv_gemm_fp8_tile names: kv_wgmma_fp8_traits (128 x 128, two 64 x 128 fp32
  * register sets per consumer: the wgmma accumulators and the promoted sum), kv_wgmma_fp8_mid_traits
  * (128 x 192: two 64 x 192 sets, 4 stages), kv_wgmma_fp8_small_traits (64 x 128, one consumer,
- * 8 stages) or kv_wgmma_fp8_wide_traits (128 x 256: 64 x 256 accumulators, no promoted sum:
+ * 8 stages), kv_wgmma_fp8_skinny_traits (64 x 64, one consumer, 12 stages) or kv_wgmma_fp8_wide_traits (128 x 256: 64 x 256 accumulators, no promoted sum:
  * PROMOTES 0, for problems that never promote). */
 template <int CONSUMERS_, int STAGES_, int GROUP_M_, int PERSISTENT_, int EPI_TMA_, int ELEM_ = 2, int BN_ = 256,
           int PROMOTES_ = 1>
@@ -52,8 +52,8 @@ struct kv_wgmma_config {
   static_assert(BK == SWIZZLE_ELEMS, "one 128-byte swizzle row per k-block row");
   static_assert(BM / CONSUMERS == 64, "a consumer warpgroup issues m64 wgmma");
   static_assert((ELEM == 2 && (BN == 256 || BN == 128 || BN == 64)) ||
-                    (ELEM == 1 && (BN == 256 || BN == 192 || BN == 128)),
-                "the wgmma wrappers are m64nNk16, N = 256, 128, 64 (16-bit) and m64nNk32, N = 256, 192, 128 (FP8)");
+                    (ELEM == 1 && (BN == 256 || BN == 192 || BN == 128 || BN == 64)),
+                "the wgmma wrappers are m64nNk16, N = 256, 128, 64 (16-bit) and m64nNk32, N = 256, 192, 128, 64 (FP8)");
   static_assert(!PROMOTES || BN <= 192, "a promoted sum beside 64 x 256 accumulators exceeds the register budget");
   static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * CONSUMERS <= 65536, "register file");
   static_assert(SMEM_BYTES <= 232448, "shared memory per block of sm_90");
@@ -64,6 +64,7 @@ typedef kv_wgmma_config<1, 8, 16, 1, 1, 2, 128> kv_wgmma_small_traits;
 typedef kv_wgmma_config<2, 6, 16, 1, 1, 1, 128> kv_wgmma_fp8_traits;
 typedef kv_wgmma_config<2, 4, 16, 1, 1, 1, 192> kv_wgmma_fp8_mid_traits;
 typedef kv_wgmma_config<1, 8, 16, 1, 1, 1, 128> kv_wgmma_fp8_small_traits;
+typedef kv_wgmma_config<1, 12, 16, 1, 1, 1, 64> kv_wgmma_fp8_skinny_traits;
 typedef kv_wgmma_config<2, 3, 16, 1, 1, 1, 256, 0> kv_wgmma_fp8_wide_traits;
 static_assert(kv_wgmma_traits::BM == KV_GEMM_WGMMA_BM && kv_wgmma_traits::BN == KV_GEMM_WGMMA_BN &&
                   kv_wgmma_mid_traits::BM == KV_GEMM_WGMMA_MID_BM && kv_wgmma_mid_traits::BN == KV_GEMM_WGMMA_MID_BN &&
@@ -78,6 +79,9 @@ static_assert(kv_wgmma_fp8_traits::BM == KV_GEMM_FP8_BM && kv_wgmma_fp8_traits::
                   kv_wgmma_fp8_small_traits::BM == KV_GEMM_FP8_SMALL_BM &&
                   kv_wgmma_fp8_small_traits::BN == KV_GEMM_FP8_BN && kv_wgmma_fp8_small_traits::BK == KV_GEMM_FP8_BK &&
                   kv_wgmma_fp8_small_traits::PROMOTES &&
+                  kv_wgmma_fp8_skinny_traits::BM == KV_GEMM_FP8_SMALL_BM &&
+                  kv_wgmma_fp8_skinny_traits::BN == KV_GEMM_FP8_SKINNY_BN &&
+                  kv_wgmma_fp8_skinny_traits::BK == KV_GEMM_FP8_BK && kv_wgmma_fp8_skinny_traits::PROMOTES &&
                   kv_wgmma_fp8_wide_traits::BM == KV_GEMM_FP8_BM &&
                   kv_wgmma_fp8_wide_traits::BN == KV_GEMM_FP8_WIDE_BN &&
                   kv_wgmma_fp8_wide_traits::BK == KV_GEMM_FP8_BK && !kv_wgmma_fp8_wide_traits::PROMOTES,

@@ -451,9 +451,8 @@ template <class Tr, class T, kv_dtype ACC, int AT, int BT> static kv_status kv_w
   const kv_gemm_args &g = pr->g;
   if (sizeof(T) == 1 && !Tr::PROMOTES && g.promote != 0) {
     kv_report(__FILE__, __LINE__, "gemm",
-              "kval-wgmma: the FP8 %dx%d tile never promotes (promote %d needs the %dx%d, %dx%d or %dx%d tile)",
-              Tr::BM, Tr::BN, g.promote, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN, KV_GEMM_FP8_BM, KV_GEMM_FP8_MID_BN,
-              KV_GEMM_FP8_SMALL_BM, KV_GEMM_FP8_BN);
+              "kval-wgmma: the FP8 %dx%d tile never promotes (promote %d needs a tile of at most %d columns)",
+              Tr::BM, Tr::BN, g.promote, KV_GEMM_FP8_MID_BN);
     return KV_ERR;
   }
   if (AT)
@@ -499,9 +498,10 @@ template <class Tr, class T, kv_dtype ACC> static kv_status kv_wgmma_prepare_as(
 }
 
 /* The family's configuration: FP8 kv_wgmma_fp8_wide_traits, kv_wgmma_fp8_mid_traits,
- * kv_wgmma_fp8_traits or kv_wgmma_fp8_small_traits, whichever kv_gemm_fp8_tile names for the
- * problem, the promotion interval and the SM count, layout nt (the only one the support rule lets
- * through); else the tile kv_gemm_wgmma_tile names for the problem and the SM count:
+ * kv_wgmma_fp8_traits, kv_wgmma_fp8_small_traits or kv_wgmma_fp8_skinny_traits, whichever
+ * kv_gemm_fp8_tile names for the problem, the promotion interval and the SM count, layout nt (the
+ * only one the support rule lets through); else the tile kv_gemm_wgmma_tile names for the problem
+ * and the SM count:
  * kv_wgmma_traits, kv_wgmma_mid_traits or kv_wgmma_small_traits, and the splits of K that
  * kv_gemm_wgmma_splits names, with their fp32 workspace (freed by kv_gemm_release). */
 template <kv_dtype STORE, kv_dtype ACC> kv_status kv_gemm_wgmma_prepare(kv_gemm_problem *pr) {
@@ -515,6 +515,8 @@ template <kv_dtype STORE, kv_dtype ACC> kv_status kv_gemm_wgmma_prepare(kv_gemm_
         return kv_wgmma_prepare_layout<kv_wgmma_fp8_mid_traits, T, ACC, 0, 1>(pr);
       case KV_GEMM_FP8_TILE_SMALL:
         return kv_wgmma_prepare_layout<kv_wgmma_fp8_small_traits, T, ACC, 0, 1>(pr);
+      case KV_GEMM_FP8_TILE_SKINNY:
+        return kv_wgmma_prepare_layout<kv_wgmma_fp8_skinny_traits, T, ACC, 0, 1>(pr);
       default:
         return kv_wgmma_prepare_layout<kv_wgmma_fp8_traits, T, ACC, 0, 1>(pr);
     }

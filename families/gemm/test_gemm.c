@@ -554,7 +554,8 @@ static void test_wgmma_tiles_and_splits(void) {
 
 /* kval-wgmma's FP8 tile (kv_gemm_fp8_tile) on 132 SMs: the wide tile only for problems that
  * never promote and fill 90 % of a wave with it; the small 64x128 tile where 128x128 tiles do not
- * fill 90 % of a wave and small ones do (1024^2: 128 against 64); between the promoting 128-row
+ * fill 90 % of a wave and small ones do (1024^2: 128 against 64), else the skinny 64x64 tile
+ * where it does (16 x 8192: 128 against 64), else 128x128 (16 x 4096: 64 skinny tiles); between the promoting 128-row
  * tiles, 128x192 where its rounds take no longer than 128x128's (1100x4000: 2 rounds of 189
  * against 3 of 288, a tie), 128x128 where they would (4096^2: 6 rounds against 8; 1152x2944: 2
  * against 2). */
@@ -563,10 +564,11 @@ static void test_fp8_tiles(void) {
     long long m, n, promote, bm, bn;
   } want[] = {{8192, 8192, 0, 128, 256},   {8192, 8192, 512, 128, 192}, {4096, 4096, 512, 128, 128},
               {4096, 4096, 0, 128, 256},   {2048, 2048, 512, 128, 128}, {2048, 2048, 0, 128, 256},
-              {1024, 1024, 0, 64, 128},    {1024, 1024, 512, 64, 128},  {16, 8192, 512, 128, 128},
+              {1024, 1024, 0, 64, 128},    {1024, 1024, 512, 64, 128},  {16, 8192, 512, 64, 64},
               {1100, 4000, 128, 128, 192}, {1100, 4000, 0, 128, 256},   {1152, 2944, 128, 128, 128},
               {1152, 2048, 128, 128, 192}, {1100, 1150, 128, 64, 128},  {136, 272, 0, 128, 128},
-              {136, 272, 128, 128, 128}};
+              {136, 272, 128, 128, 128},  {16, 8192, 0, 64, 64},     {16, 8520, 128, 64, 64},
+              {16, 4096, 0, 128, 128}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     long long bm, bn;
     kv_gemm_fp8_tile(want[i].m, want[i].n, want[i].promote, KV_GEMM_PATH_SMS, &bm, &bn);
@@ -585,8 +587,10 @@ static void test_fp8_tiles(void) {
             kv_gemm_waves(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_MID_BN, KV_GEMM_PATH_SMS) * KV_GEMM_FP8_MID_BN;
         const int fills128 = kv_gemm_fills_wave(kv_gemm_tiles(m, n, KV_GEMM_FP8_BM, KV_GEMM_FP8_BN), KV_GEMM_PATH_SMS);
         if ((promote > 0 && t == KV_GEMM_FP8_TILE_WIDE) || (t == KV_GEMM_FP8_TILE_MID && t192 > t128) ||
-            (t == KV_GEMM_FP8_TILE_128 && t128 >= t192 && fills128) || (t == KV_GEMM_FP8_TILE_SMALL && fills128) ||
-            (t == KV_GEMM_FP8_TILE_SMALL) != (bm == KV_GEMM_FP8_SMALL_BM))
+            (t == KV_GEMM_FP8_TILE_128 && t128 >= t192 && fills128) ||
+            (t >= KV_GEMM_FP8_TILE_SMALL && fills128) || (t >= KV_GEMM_FP8_TILE_SMALL) != (bm == KV_GEMM_FP8_SMALL_BM) ||
+            (t == KV_GEMM_FP8_TILE_SKINNY &&
+             kv_gemm_fills_wave(kv_gemm_tiles(m, n, KV_GEMM_FP8_SMALL_BM, KV_GEMM_FP8_BN), KV_GEMM_PATH_SMS)))
           bad++;
       }
   EXPECT(bad == 0, "FP8 tile rule: %d shapes take a tile against the rule, or the wide tile with promotion", bad);
