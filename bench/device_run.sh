@@ -92,7 +92,7 @@ for f in $families; do
   [ "$quick" = 1 ] && case $f in fa2 | norm | decode) drive "$f" bench 150; peers "$f" 120; continue ;;
     gemm) drive gemm bench 120; continue ;; esac
   case $f in
-    fa2) drive fa2 bench 180; drive fa2 ladder 90 1; peers fa2 120 ;;
+    fa2) drive fa2 bench 180; drive fa2 ladder 150 1; peers fa2 120 ;;
     gemm) drive gemm bench 120; drive gemm ladder 150 1; drive gemm ladder-fp8 60 1 ;;
     norm) drive norm bench 60; drive norm configs 120 1; peers norm 60
       [ "${BENCH_SWEEP:-0}" = 1 ] && drive norm sweep 200 1 ;;
