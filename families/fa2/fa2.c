@@ -144,10 +144,11 @@ static void fa2_path(const kv_case *c, char *b, size_t n) {
   const int wg = kv_fa2_variant_of(v) == KV_FA2_WGMMA;
   const long long d = kv_case_int(c, "headdim"), lq = kv_case_int(c, "seqlen");
   const long long lk = kv_case_int(c, "seqlen_k") ? kv_case_int(c, "seqlen_k") : lq;
-  const long long bm = wg ? KV_FA2_WGMMA_BLOCK_M(d) : KV_FA2_BLOCK_M(d);
+  const int causal = kv_case_int(c, "causal") != 0;
+  const long long bm = wg ? KV_FA2_WGMMA_BLOCK_M(d, causal) : KV_FA2_BLOCK_M(d);
   const long long bn = wg ? KV_FA2_WGMMA_BLOCK_N(d) : KV_FA2_BLOCK_N(d);
   b[0] = '\0';
-  kv_tag(b, n, "fa2:%s:d%lld:%s:%s", v, d, kv_case_str(c, "precision"), kv_case_int(c, "causal") ? "causal" : "full");
+  kv_tag(b, n, "fa2:%s:d%lld:%s:%s", v, d, kv_case_str(c, "precision"), causal ? "causal" : "full");
   if (lq % bm) kv_tag(b, n, "fa2:%s:q-tail", v);
   if (lk % bn) kv_tag(b, n, "fa2:%s:k-tail", v);
   if (lk > bn) kv_tag(b, n, "fa2:%s:k-blocks", v);

@@ -4,8 +4,9 @@
  * so it rescales at the same key-block boundaries. The tiles were chosen from H200 timings of
  * the alternatives (families/fa2/bench) among those whose every instantiation fits 255
  * registers without spilling (kval-mma: BLOCK_M query rows per thread block, BLOCK_N keys per
- * step of the blocked online softmax), and kval-wgmma's own tile: 128 query rows (two
- * consumer warpgroups of 64) x 128-key tiles. */
+ * step of the blocked online softmax), and kval-wgmma's own tiles: 128 query rows (two
+ * consumer warpgroups of 64) x 128-key tiles, but 192 rows (three consumers) at d = 64
+ * without the causal mask and 64-key tiles at d = 256. */
 #ifndef KVAL_FA2_LIMITS_H
 #define KVAL_FA2_LIMITS_H
 
@@ -15,7 +16,7 @@
 
 #define KV_FA2_BLOCK_M(d) ((d) == 256 ? 64 : 128)
 #define KV_FA2_BLOCK_N(d) ((d) == 32 || (d) == 64 ? 128 : (d) == 256 ? 32 : 48)
-#define KV_FA2_WGMMA_BLOCK_M(d) 128
+#define KV_FA2_WGMMA_BLOCK_M(d, causal) ((d) == 64 && !(causal) ? 192 : 128)
 #define KV_FA2_WGMMA_BLOCK_N(d) ((d) == 256 ? 64 : 128)
 
 /* The family's two kernels: kval-mma (mma.sync: every head dim and precision) and kval-wgmma

@@ -12,7 +12,7 @@
  *   every key tile n in ascending order K_n and V_n into ring slot n % STAGES, each after the
  *   slot's "empty" barrier says every consumer warp is done with it; tiles wholly above the
  *   causal diagonal are never loaded.
- *   Consumer warpgroup c (rows 64c..64c+63, 240 registers): per key tile
+ *   Consumer warpgroup c (rows 64c..64c+63, the traits' registers): per key tile
  *     S = Q K^T     wgmma m64nBNk16, both operands from shared memory (K-major), fp32
  *                   accumulators, issued together with P V of the previous tile, so the
  *                   tensor cores run that P V while this tile's softmax runs (intra-
@@ -466,7 +466,7 @@ cudaError_t prepare(kv_fa2_problem *pr, const char **why) {
 
 template <int D, kv_dtype STORE, bool CAUSAL>
 cudaError_t kv_fa2_wgmma_prepare(kv_fa2_problem *pr, const char **why) {
-  return kv_fa2_wgmma::prepare<kv_fa2_wgmma_traits<D>, STORE, CAUSAL>(pr, why);
+  return kv_fa2_wgmma::prepare<kv_fa2_wgmma_traits<D, CAUSAL>, STORE, CAUSAL>(pr, why);
 }
 
 #define KV_FA2_WGMMA_INSTANTIATE(D, STORE)                                                            \

@@ -40,22 +40,31 @@ struct kv_fa2_wgmma_config {
                 "setmaxnreg split of the register file");
 };
 
-/* d = 64 and d = 128: 128 query rows (two consumer warpgroups) x 128-key tiles, two stages
- * (d = 128: 32 + 2 x 2 x 32 = 160 KB of shared memory, one CTA per SM). Pingpong measured on
- * the H200 (docs/PERFORMANCE.md): +1 to +8 % at d = 64 on every shape; at d = 128 -3 to +13 %
- * up to seqlen 2048 but -5 to +1.5 % from 4096 up, where the time goes: d = 128 runs without. */
-template <int D>
+/* The tile of each head dim, with the causal mask or without, chosen from timings of the
+ * ladder (families/fa2/bench, docs/PERFORMANCE.md):
+ * - d = 64, causal: 128 query rows (two consumer warpgroups) x 128-key tiles, two stages,
+ *   pingpong (+1 to +8 % on every shape of the H200).
+ * - d = 64, no mask: 192 query rows (three consumers of 160 registers, FA3's choice) x 128-key
+ *   tiles, three stages (24 + 3 x 2 x 16 = 120 KB): +3 % at seqlen 2048 and +10 % at 8192
+ *   over the causal tile on an H100; with the mask the 192-row tile was 3 - 7 % slower.
+ * - d = 128: 128 x 128, two stages, no pingpong (32 + 2 x 2 x 32 = 160 KB, one CTA per SM); at
+ *   d = 128 pingpong was -3 to +13 % up to seqlen 2048 but -5 to +1.5 % from 4096 up.
+ * - d = 256: 128 query rows x 64-key tiles, two stages (64 + 2 x 2 x 32 = 192 KB); a consumer
+ *   thread holds O's 128 accumulators, S's 32 and P's 16 registers.
+ * KV_FA2_WGMMA_BLOCK_M/N (fa2_limits.h) give the same tiles to the emulation and the path. */
+template <int D, bool CAUSAL>
 struct kv_fa2_wgmma_traits;
 template <>
-struct kv_fa2_wgmma_traits<64>
-    : kv_fa2_wgmma_config<64, KV_FA2_WGMMA_BLOCK_N(64), 2, KV_FA2_WGMMA_BLOCK_M(64) / 64, true, 24, 240> {};
+struct kv_fa2_wgmma_traits<64, true>
+    : kv_fa2_wgmma_config<64, KV_FA2_WGMMA_BLOCK_N(64), 2, KV_FA2_WGMMA_BLOCK_M(64, 1) / 64, true, 24, 240> {};
 template <>
-struct kv_fa2_wgmma_traits<128>
-    : kv_fa2_wgmma_config<128, KV_FA2_WGMMA_BLOCK_N(128), 2, KV_FA2_WGMMA_BLOCK_M(128) / 64, false, 24, 240> {};
-/* d = 256: 128 query rows x 64-key tiles, two stages (64 + 2 x 2 x 32 = 192 KB of shared
- * memory); a consumer thread holds O's 128 accumulators, S's 32 and P's 16 registers. */
-template <>
-struct kv_fa2_wgmma_traits<256>
-    : kv_fa2_wgmma_config<256, KV_FA2_WGMMA_BLOCK_N(256), 2, KV_FA2_WGMMA_BLOCK_M(256) / 64, false, 24, 240> {};
+struct kv_fa2_wgmma_traits<64, false>
+    : kv_fa2_wgmma_config<64, KV_FA2_WGMMA_BLOCK_N(64), 3, KV_FA2_WGMMA_BLOCK_M(64, 0) / 64, false, 24, 160> {};
+template <bool CAUSAL>
+struct kv_fa2_wgmma_traits<128, CAUSAL>
+    : kv_fa2_wgmma_config<128, KV_FA2_WGMMA_BLOCK_N(128), 2, KV_FA2_WGMMA_BLOCK_M(128, CAUSAL) / 64, false, 24, 240> {};
+template <bool CAUSAL>
+struct kv_fa2_wgmma_traits<256, CAUSAL>
+    : kv_fa2_wgmma_config<256, KV_FA2_WGMMA_BLOCK_N(256), 2, KV_FA2_WGMMA_BLOCK_M(256, CAUSAL) / 64, false, 24, 240> {};
 
 #endif

@@ -1,6 +1,7 @@
 /* fa2_ladder.h - the tile ladders of the FlashAttention-2 forward kernels: alternative
  * configurations with fp32 accumulation, fp16 or bf16 storage, causal or not, that fa2_bench.cu
- * times next to the ones kval runs (each ladder's first rung per head dim) to choose them.
+ * times next to the ones kval runs (kval-mma: each ladder's first rung per head dim; kval-wgmma:
+ * the rungs its traits name) to choose them.
  * kval-mma (kv_fa2_config, fa2_mma_traits.h): query rows and keys per tile, K/V ring depth, Q
  * in registers; fa2_ladder_d64.cu, fa2_ladder_d128.cu. kval-wgmma (kv_fa2_wgmma_config,
  * fa2_wgmma_traits.h): keys per tile, ring depth, consumer warpgroups (64 query rows each),
