@@ -45,8 +45,8 @@ struct kv_fa2_wgmma_config {
  * - d = 64, causal: 128 query rows (two consumer warpgroups) x 128-key tiles, two stages,
  *   pingpong (+1 to +8 % on every shape of the H200).
  * - d = 64, no mask: 192 query rows (three consumers of 160 registers, FA3's choice) x 128-key
- *   tiles, three stages (24 + 3 x 2 x 16 = 120 KB): +3 % at seqlen 2048 and +10 % at 8192
- *   over the causal tile on an H100; with the mask the 192-row tile was 3 - 7 % slower.
+ *   tiles, three stages (24 + 3 x 2 x 16 = 120 KB): +4 - 5 % at seqlen 2048 and +12 - 13 % at
+ *   8192 over the 128-row pingpong tile in an H100's ladder; with the mask it was 3 - 8 % slower.
  * - d = 128: 128 x 128, two stages, no pingpong (32 + 2 x 2 x 32 = 160 KB, one CTA per SM); at
  *   d = 128 pingpong was -3 to +13 % up to seqlen 2048 but -5 to +1.5 % from 4096 up.
  * - d = 256: 128 query rows x 64-key tiles, two stages (64 + 2 x 2 x 32 = 192 KB); a consumer
