@@ -3,9 +3,10 @@
  * after their instructions: mbarrier (init, expect-tx arrival, arrival, parity wait), TMA 2-D
  * and 4-D tile loads (cp.async.bulk.tensor completing on an mbarrier) and stores with their
  * bulk groups, proxy fence and named barrier, the wgmma shared-memory matrix descriptor for
- * 128-byte swizzled tiles, wgmma.mma_async m64nNk16 (N = 256, 128, 64) and m64n8k16 (fp32
- * accumulators for fp16/bf16 inputs, fp16 accumulators for fp16 inputs), m64nNk32 (N = 256, 128;
- * fp32 accumulators for e4m3/e5m2 inputs) and setmaxnreg; on the host, kv::tma_encode_fn, the
+ * 128-byte swizzled tiles, wgmma.mma_async m64nNk16 (N = 256, 128, 64; A from shared memory or
+ * from registers) and m64n8k16 (fp32 accumulators for fp16/bf16 inputs, fp16 accumulators for
+ * fp16 inputs), m64nNk32 (N = 256, 192, 128, 64; fp32 accumulators for e4m3/e5m2 inputs) and
+ * setmaxnreg; on the host, kv::tma_encode_fn, the
  * driver's cuTensorMapEncodeTiled. The shared-memory address helper is sm80.cuh's. */
 #ifndef KVAL_DEVICE_SM90_CUH
 #define KVAL_DEVICE_SM90_CUH
@@ -218,6 +219,37 @@ __device__ __forceinline__ void wgmma_m64nNk16_f16(uint32_t (&d)[N / 4], uint64_
 }
 #undef KV_WG_SS_IN
 #undef KV_WG_SS
+
+/* d (+)= A B for a 64 x N x 16 step (N = 256, 128 or 64) with A from registers (a: the mma
+ * m16n8k16 A fragment of each warp's 16 rows) and B from shared memory (TB: N-major), fp32
+ * accumulators (N / 2 a thread). KV_WG_RS spells the instruction with its operand numbers: A's
+ * four registers A0 - A3, descriptor DB, the accumulate flag P, the transpose immediate TB. */
+#define KV_WG_RS(SHAPE_TYPES, REGS, A0, A1, A2, A3, DB, P, TB)                                          \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %" #P ", 0;\nwgmma.mma_async.sync.aligned." SHAPE_TYPES " " REGS \
+  ", {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #DB ", p, 1, 1, %" #TB ";\n}\n"
+#define KV_WG_RS_IN "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate), "n"(TB)
+template <class T, int N, int TB>
+__device__ __forceinline__ void wgmma_m64nNk16_rs_f32(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b,
+                                                      int accumulate) {
+  static_assert(N == 256 || N == 128 || N == 64, "wgmma m64nNk16 register-A wrappers: N = 256, 128, 64");
+  constexpr bool H = std::is_same<T, __half>::value;
+  if constexpr (N == 256 && H)
+    asm volatile(KV_WG_RS("m64n256k16.f32.f16.f16", KV_WG_REGS128, 128, 129, 130, 131, 132, 133, 134)
+                 : KV_WG_F128 : KV_WG_RS_IN);
+  else if constexpr (N == 256)
+    asm volatile(KV_WG_RS("m64n256k16.f32.bf16.bf16", KV_WG_REGS128, 128, 129, 130, 131, 132, 133, 134)
+                 : KV_WG_F128 : KV_WG_RS_IN);
+  else if constexpr (N == 128 && H)
+    asm volatile(KV_WG_RS("m64n128k16.f32.f16.f16", KV_WG_REGS64, 64, 65, 66, 67, 68, 69, 70) : KV_WG_F64 : KV_WG_RS_IN);
+  else if constexpr (N == 128)
+    asm volatile(KV_WG_RS("m64n128k16.f32.bf16.bf16", KV_WG_REGS64, 64, 65, 66, 67, 68, 69, 70) : KV_WG_F64 : KV_WG_RS_IN);
+  else if constexpr (H)
+    asm volatile(KV_WG_RS("m64n64k16.f32.f16.f16", KV_WG_REGS32, 32, 33, 34, 35, 36, 37, 38) : KV_WG_F32 : KV_WG_RS_IN);
+  else
+    asm volatile(KV_WG_RS("m64n64k16.f32.bf16.bf16", KV_WG_REGS32, 32, 33, 34, 35, 36, 37, 38) : KV_WG_F32 : KV_WG_RS_IN);
+}
+#undef KV_WG_RS_IN
+#undef KV_WG_RS
 
 /* d (+)= A B for a 64 x N x 32 step of FP8 inputs (T __nv_fp8_e4m3 or __nv_fp8_e5m2, both
  * operands), N = 256, 192, 128 or 64, fp32 accumulators (N / 2 a thread); A and B K-major (FP8 wgmma has

@@ -59,26 +59,7 @@ using kv_fa2_common::storage_t;
 template <kv_dtype STORE, int N>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int accumulate) {
   static_assert(N == 64 || N == 128, "instantiated N");
-  if constexpr (N == 128 && STORE == KV_FP16)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " KV_WG_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : KV_WG_F64
-                 : "l"(da), "l"(db), "r"(accumulate));
-  else if constexpr (N == 128)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " KV_WG_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : KV_WG_F64
-                 : "l"(da), "l"(db), "r"(accumulate));
-  else if constexpr (STORE == KV_FP16)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KV_WG_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : KV_WG_F32
-                 : "l"(da), "l"(db), "r"(accumulate));
-  else
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KV_WG_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : KV_WG_F32
-                 : "l"(da), "l"(db), "r"(accumulate));
+  ptx::wgmma_m64nNk16_f32<storage_t<STORE>, N, 0, 0>(d, da, db, accumulate);
 }
 
 /* O += A B: A (64 x 16) from registers (the mma m16n8k16 A fragment per warp), B (16 x N)
@@ -86,42 +67,7 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
 template <kv_dtype STORE, int N>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db) {
   static_assert(N == 64 || N == 128 || N == 256, "instantiated N");
-  if constexpr (N == 256 && STORE == KV_FP16)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " KV_WG_REGS128
-                 ", {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
-                 : KV_WG_F128
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
-  else if constexpr (N == 256)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " KV_WG_REGS128
-                 ", {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
-                 : KV_WG_F128
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
-  else if constexpr (N == 128 && STORE == KV_FP16)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " KV_WG_REGS64
-                 ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                 : KV_WG_F64
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
-  else if constexpr (N == 128)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " KV_WG_REGS64
-                 ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                 : KV_WG_F64
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
-  else if constexpr (STORE == KV_FP16)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " KV_WG_REGS32
-                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                 : KV_WG_F32
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
-  else
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " KV_WG_REGS32
-                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                 : KV_WG_F32
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+  ptx::wgmma_m64nNk16_rs_f32<storage_t<STORE>, N, 1>(d, a, db, 1);
 }
 
 
