@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check_layout.py - check that a kval HDF5 file follows the agreed layout (README, "HDF5 file
-layout"), with h5py and with xarray (engine h5netcdf, one group at a time): root attributes,
+layout"), with h5py and with xarray (engine netcdf4, else h5netcdf; one group at a time): root attributes,
 /ranks (one row per rank), every family group with its axis, rank and hist_bin dimension
 scales (and the part and part_stat scales of a family whose output has parts), the per-cell datasets with their types, fill values, CF long_name and named
 dimensions, the status enum (the named type /case_status), the numeric coordinates named by
@@ -26,11 +26,32 @@ import xarray as xr
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvrows  # noqa: E402  (the row checksum, src/output/row.c)
 
-try:  # the xarray engine; without it only the h5py checks run (said on stderr)
-    import h5netcdf  # noqa: F401
-    HAVE_H5NETCDF = True
-except ImportError:
-    HAVE_H5NETCDF = False
+def xarray_engine():
+    """xarray's engine for the view: netcdf4 (netCDF-C), else h5netcdf, whichever is installed
+    first (tests/system/check_clients.py reads every file it is given with both); None: only the
+    h5py checks run (said on stderr). netcdf4 first: h5netcdf names each dimension by
+    dereferencing its scale and asking h5py for the name, a search of the whole file per
+    dimension of every variable (half a minute for a smoke.deck file)."""
+    for module, engine in (("netCDF4", "netcdf4"), ("h5netcdf", "h5netcdf")):
+        try:
+            __import__(module)
+            return engine
+        except ImportError:
+            pass
+    return None
+
+
+ENGINE = xarray_engine()
+
+
+def open_groups(path):
+    """{"/group": Dataset} of every group of the file: xr.open_groups (xarray 2024.10 and
+    later), else one xr.open_dataset per group that h5py lists."""
+    if hasattr(xr, "open_groups"):
+        return xr.open_groups(path, engine=ENGINE)
+    with h5py.File(path, "r") as f:
+        names = [k for k in f if isinstance(f[k], h5py.Group)]
+    return {"/" + k: xr.open_dataset(path, group=k, engine=ENGINE) for k in names}
 
 def status_names():
     """The case status names in value order, from kv_status_name's table in src/core/dtype.c."""
@@ -67,6 +88,7 @@ class Checker:
     def __init__(self, path, nranks, expect_run):
         self.path, self.nranks, self.expect_run = path, nranks, expect_run
         self.problems = []
+        self.views = None  # xarray's Datasets of the groups, opened once (view)
 
     def bad(self, where, msg):
         self.problems.append("%s: %s: %s" % (self.path, where, msg))
@@ -113,12 +135,15 @@ class Checker:
         return d
 
     def attached(self, ds, scales, where):
-        """Dimension i of ds is attached to scales[i] (h5py objects)."""
+        """Dimension i of ds is attached to scales[i] (h5py objects), and to nothing else. The
+        scales are compared as objects (file and address); their names, which h5py finds for an
+        object reached through a reference by searching the whole file, only for a message."""
         if not self.expect(len(ds.dims) == len(scales), where, "%d dimensions, expected %d" % (len(ds.dims), len(scales))):
             return
         for i, s in enumerate(scales):
-            got = [d.name for d in ds.dims[i].values()]
-            self.expect(got == [s.name], where, "dimension %d attached to %s, expected %s" % (i, got, s.name))
+            got = ds.dims[i].values()
+            if not (len(got) == 1 and got[0] == s):
+                self.expect(False, where, "dimension %d attached to %s, expected %s" % (i, [d.name for d in got], s.name))
 
     def ranks(self, f):
         if not self.expect("ranks" in f, "/ranks", "group missing"):
@@ -139,13 +164,29 @@ class Checker:
             else:
                 self.expect(d.dtype.kind == kind, "/ranks/" + name, "dtype %s" % d.dtype)
             self.attached(d, [rank], "/ranks/" + name)
-        if not HAVE_H5NETCDF:
+        ds = self.view("ranks")
+        if ds is None:
             return
-        ds = xr.open_dataset(self.path, group="ranks", engine="h5netcdf")
         for name in RANK_FIELDS:
             if name in ds:
                 self.expect(ds[name].dims == ("rank",), "/ranks/" + name, "xarray dims %s" % (ds[name].dims,))
-        ds.close()
+
+    def view(self, group):
+        """xarray's Dataset of a group (None without an engine, or when xarray does not see
+        the group: a problem). Every group is opened in one pass over the file (xr.open_groups;
+        netCDF-C reads the file's metadata on every open) and closed by run()."""
+        if not ENGINE:
+            return None
+        if self.views is None:
+            try:
+                self.views = open_groups(self.path)
+            except Exception as e:  # noqa: BLE001 (whatever the engine raises, the file is not readable by it)
+                self.views = {}
+                self.bad("/", "xarray (engine %s) cannot open the file: %s: %s" % (ENGINE, type(e).__name__, e))
+                return None
+        ds = self.views.get("/" + group)
+        self.expect(ds is not None or not self.views, "/" + group, "xarray (engine %s) sees no such group" % ENGINE)
+        return ds
 
     # --- family groups ---
     def family(self, f, name, doubles, ints):
@@ -247,7 +288,7 @@ class Checker:
             self.cells(g, where, doubles, ints, n_skipped)
         if len(self.problems) == start and parts:
             self.part_cells(g, where)
-        if len(self.problems) == start and HAVE_H5NETCDF:
+        if len(self.problems) == start and ENGINE:
             self.xarray_view(name, axes, axis_scales, doubles, ints, len(parts))
 
     def status_enum(self, d, where):
@@ -330,7 +371,9 @@ class Checker:
 
     def xarray_view(self, name, axes, axis_scales, doubles, ints, n_parts):
         where = "/%s (xarray)" % name
-        ds = xr.open_dataset(self.path, group=name, engine="h5netcdf")
+        ds = self.view(name)
+        if ds is None:
+            return
         want_dims = {"rank": self.nranks, "hist_bin": HIST_BINS}
         if n_parts:
             want_dims.update({"part": n_parts, "part_stat": len(PART_STATS)})
@@ -354,7 +397,6 @@ class Checker:
                 want = np.array([w.decode() if isinstance(w, bytes) else w for w in want])
             self.expect(np.array_equal(got.astype(want.dtype), want), where, "coordinate %s is %s, expected %s" % (a, got, want))
         self.expect(ds["status"].attrs.get("flag_meanings") == " ".join(STATUS), where, "status flag_meanings")
-        ds.close()
 
     def run(self):
         doubles, ints = kvrows.result_fields()
@@ -363,15 +405,22 @@ class Checker:
         except OSError as e:
             self.bad("/", "cannot open: %s" % e)
             return
-        with f:
-            if not self.root(f):
-                return
-            self.ranks(f)
-            families = [k for k in f if k != "ranks" and not isinstance(f[k], h5py.Datatype)]
-            self.expect(families, "/", "no family group")
-            for name in families:
-                if self.expect(isinstance(f[name], h5py.Group), "/" + name, "not a group"):
-                    self.family(f, name, doubles, ints)
+        try:
+            with f:
+                self.check(f, doubles, ints)
+        finally:
+            for ds in (self.views or {}).values():
+                ds.close()
+
+    def check(self, f, doubles, ints):
+        if not self.root(f):
+            return
+        self.ranks(f)
+        families = [k for k in f if k != "ranks" and not isinstance(f[k], h5py.Datatype)]
+        self.expect(families, "/", "no family group")
+        for name in families:
+            if self.expect(isinstance(f[name], h5py.Group), "/" + name, "not a group"):
+                self.family(f, name, doubles, ints)
 
 
 def main():
@@ -380,8 +429,9 @@ def main():
     ap.add_argument("--nranks", type=int, required=True)
     ap.add_argument("--expect-run", action="store_true")
     args = ap.parse_args()
-    if not HAVE_H5NETCDF:
-        print("check_layout: h5netcdf is not installed: the xarray view of the files is not checked", file=sys.stderr)
+    if not ENGINE:
+        print("check_layout: neither netCDF4 nor h5netcdf is installed: the xarray view of the files is not checked",
+              file=sys.stderr)
     failed = 0
     for path in args.files:
         c = Checker(path, args.nranks, args.expect_run)
