@@ -15,6 +15,12 @@
  *   a rate twice the ceiling            fail_timing;
  *   a guard band byte, one timed repetition's checksum, the recomputed checksum, one input
  *   element, the GPU-vs-CPU reference disagreement (finite and infinite): each its status;
+ *   the cross-checks' comparisons (run/crosscheck.c): a GPU reference equal to the CPU one
+ *   agrees; its last value, magnitude, auxiliary value or auxiliary magnitude 1e-6 off: a
+ *   disagreement of 1e-6; a CPU row never written (NaN): infinite; device statistics equal to
+ *   the host's agree, one ulp on a maximum, 1e-9 on a sum (1e-14: its order), one histogram
+ *   bin, the whole output one element short, or its largest bound ratio below the sample's:
+ *   each named;
  *   the fleet comparison of one case: A A B names the third rank, A B (a tie) both, a rank in
  *   error none;
  *   the fingerprint of "abc" (XXH64's published value) and a launch checksum, pinned (the
@@ -32,6 +38,8 @@
 #include "families/kit.h"
 #include "numerics/checksum.h"
 #include "numerics/fingerprint.h"
+#include "numerics/tolerance.h"
+#include "run/crosscheck.h"
 #include "run/fleet.h"
 #include "run/judge.h"
 
@@ -74,6 +82,7 @@ typedef struct {
   kv_rank_info info;
   kv_tensors t;
   double ref[N], mag[N], aux_ref[ROWS], aux_mag[ROWS], times[5];
+  double xref[2][N], xmag[2][N], xaux[2][ROWS], xaux_mag[2][ROWS]; /* cross-checks: [0] GPU, [1] CPU */
   uint16_t out[N], in[N];
   float aux[ROWS];
   uint64_t sums[6];
@@ -264,6 +273,82 @@ static int findings(bench *b, tally *t) {
   return 1;
 }
 
+/* The GPU (side 0) and CPU (side 1) references of the cross-check: copies of the bench's. */
+static void xcheck_sides(bench *b, kv_ref_sample side[2]) {
+  for (int k = 0; k < 2; k++) {
+    memcpy(b->xref[k], b->ref, sizeof b->ref);
+    memcpy(b->xmag[k], b->mag, sizeof b->mag);
+    memcpy(b->xaux[k], b->aux_ref, sizeof b->aux_ref);
+    memcpy(b->xaux_mag[k], b->aux_mag, sizeof b->aux_mag);
+    side[k] = (kv_ref_sample){b->xref[k], b->xmag[k], b->xaux[k], b->xaux_mag[k], ROWS, LEN};
+  }
+}
+
+/* The GPU-vs-CPU reference comparison: equal references agree; the last value, magnitude,
+ * auxiliary value and auxiliary magnitude of the GPU side 1e-6 off (relative to the CPU
+ * magnitude, which the bench's last value equals): 1e-6; a CPU row never written: +inf. */
+static int reference_crosscheck(bench *b, tally *t) {
+  kv_ref_sample side[2];
+  xcheck_sides(b, side);
+  double x = kv_xcheck_disagreement(&side[0], &side[1]);
+  if (!answer(t, x == 0.0, "equal GPU and CPU references: disagreement %.3g (expected 0)", x)) return 0;
+  double *const planted[4] = {&b->xref[0][N - 1], &b->xmag[0][N - 1], &b->xaux[0][ROWS - 1], &b->xaux_mag[0][ROWS - 1]};
+  const char *what[4] = {"value", "magnitude", "auxiliary value", "auxiliary magnitude"};
+  for (int k = 0; k < 4; k++) {
+    xcheck_sides(b, side);
+    *planted[k] *= 1.0 + 1e-6;
+    x = kv_xcheck_disagreement(&side[0], &side[1]);
+    if (!answer(t, fabs(x / 1e-6 - 1.0) < 1e-6, "the GPU reference's last %s 1e-6 off: disagreement %.17g (expected 1e-6)",
+                what[k], x))
+      return 0;
+  }
+  xcheck_sides(b, side);
+  for (size_t j = 0; j < LEN; j++) b->xref[1][(ROWS - 1) * LEN + j] = NAN;
+  x = kv_xcheck_disagreement(&side[0], &side[1]);
+  return answer(t, isinf(x), "a CPU reference row never written (NaN): disagreement %.3g (expected inf)", x);
+}
+
+/* The device statistics against the host's: the host's of the bench's clean outputs as all
+ * three (sample, device sample, whole output) agree; each planted difference is named. */
+static int stats_crosscheck(bench *b, tally *t) {
+  reset(b);
+  const kv_tolerance tol = kv_tolerance_default(b->c.prec);
+  kv_errstats host;
+  if (!answer(t, kv_errstats_compute(b->out, KV_FP16, NULL, b->ref, b->mag, N, b->c.prec, &tol, LEN, &host) == 0,
+              "the host statistics of the bench's outputs failed"))
+    return 0;
+  const struct {
+    const char *planted, *named;
+    int field; /* 0 none, 1 max_abs one ulp up, 2 rel_l2 1e-14 off, 3 rel_l2 1e-9 off, 4 a histogram bin,
+                  5 the whole output one element short, 6 the whole output's bound ratio halved */
+  } plant[] = {{"device statistics equal to the host's", NULL, 0},
+               {"a device max_abs one ulp above the host's", "max_abs", 1},
+               {"a device rel_l2 1e-14 off the host's (summation order)", NULL, 2},
+               {"a device rel_l2 1e-9 off the host's", "rel_l2", 3},
+               {"a device histogram bin one count off", "histograms", 4},
+               {"a whole output one element short", "whole output", 5},
+               {"a whole output's largest bound ratio below the sample's", "whole output", 6}};
+  for (size_t i = 0; i < sizeof plant / sizeof plant[0]; i++) {
+    kv_errstats dev = host, all = host;
+    switch (plant[i].field) {
+      case 1: dev.max_abs = nextafter(host.max_abs, INFINITY); break;
+      case 2: dev.rel_l2 = host.rel_l2 * (1.0 + 1e-14); break;
+      case 3: dev.rel_l2 = host.rel_l2 * (1.0 + 1e-9); break;
+      case 4: dev.hist[KV_HIST_BINS - 1] += 1; break;
+      case 5: all.n_checked -= 1; break;
+      case 6: all.max_bound_ratio = host.max_bound_ratio / 2.0; break;
+      default: break;
+    }
+    char msg[256] = "";
+    kv_xcheck_compare_stats(&dev, &host, &all, N, msg, sizeof msg);
+    const int ok = plant[i].named ? strstr(msg, plant[i].named) != NULL : msg[0] == 0;
+    if (!answer(t, ok, "%s: \"%s\" (expected %s%s)", plant[i].planted, msg, plant[i].named ? "a finding naming " : "none",
+                plant[i].named ? plant[i].named : ""))
+      return 0;
+  }
+  return 1;
+}
+
 /* Outputs equal to the emulation but far from the reference: inaccurate (a finding); one
  * element one ulp off the emulation: the failure stays, "not the model". Changes the bench's
  * reference: the last answers on it. */
@@ -329,8 +414,8 @@ int kv_selftest(const kv_run_settings *run, char *what, size_t len) {
   }
   tally t = {what, len, 0};
   setup(b, run);
-  const int ok = verdicts(b, &t) && sampled(b, &t) && findings(b, &t) && conformance(b, &t) &&
-                 fleet(&t) && hashes(&t);
+  const int ok = verdicts(b, &t) && sampled(b, &t) && findings(b, &t) && reference_crosscheck(b, &t) &&
+                 stats_crosscheck(b, &t) && conformance(b, &t) && fleet(&t) && hashes(&t);
   free(b);
   return ok ? t.passed : -1;
 }

@@ -8,10 +8,9 @@
  * sampled elements must equal kv_errstats_compute's (maxima, counts, histogram, worst index
  * exactly; sums to 1e-12), and the statistics of the whole output must be consistent with them
  * (every element counted, maxima at least the sample's). A mismatch is a harness error
- * (d->harness): the device statistics, not the kernel, are wrong. The CPU reference runs on the
+ * (d->harness): the device statistics, not the kernel, are wrong. The comparisons are
+ * run/crosscheck.c's, which kval's self-test checks in every run. The CPU reference runs on the
  * host cores the rank may use (kv_reference_threaded). */
-#include <float.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +20,9 @@
 #include "families/ref_threads.h"
 #include "numerics/errstats.h"
 #include "numerics/tolerance.h"
+#include "run/crosscheck.h"
 
 static size_t tensor_bytes(const kv_tensor_spec *t) { return t->count * kv_dtype_size(t->dtype); }
-
-/* Relative disagreement of two reference values: 0 when equal (infinities included),
- * |g - c| / max(|c|, scale) otherwise, +inf when only one is finite or either is NaN. */
-static double disagreement(double g, double c, double scale) {
-  if (g == c) return 0.0;
-  if (!isfinite(g) || !isfinite(c)) return INFINITY;
-  double den = fmax(fabs(c), scale);
-  return fabs(g - c) / (den > 0.0 ? den : DBL_MIN);
-}
 
 /* Rows rows[0..n) of a device array of rows of len doubles, packed on the host. */
 static kv_status download_rows(const kv_cuda_ctx *ctx, double *host, const double *dev, const size_t *rows, size_t n,
@@ -88,72 +79,11 @@ static kv_status sample_take(const kv_cuda_ctx *ctx, const kv_case *c, const kv_
                                s->aux_mag, ctx->ref_threads);
 }
 
+/* The GPU reference's sampled rows against the CPU reference's (run/crosscheck.c). */
 static double reference_disagreement(const sample *s) {
-  double worst = 0.0;
-  for (size_t r = 0; r < s->n; r++) {
-    for (size_t j = 0; j < s->len; j++) {
-      const size_t k = r * s->len + j;
-      worst = fmax(worst, disagreement(s->gref[k], s->ref[k], fabs(s->mag[k])));
-      worst = fmax(worst, disagreement(s->gmag[k], s->mag[k], 0.0));
-    }
-    if (s->aux) {
-      worst = fmax(worst, disagreement(s->gaux[r], s->aux[r], 0.0));
-      worst = fmax(worst, disagreement(s->gaux_mag[r], s->aux_mag[r], 0.0));
-    }
-  }
-  return worst;
-}
-
-/* Sums agree when their relative difference is below 1e-12 (only their order differs). */
-static int sums_agree(double a, double b) {
-  return a == b || (isnan(a) && isnan(b)) || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
-}
-
-/* The first field where the device statistics of the sample (dev) differ from the host's,
- * or where the whole output's (all, over n elements) contradict the sample's; "" if none. */
-static void compare_stats(const kv_errstats *dev, const kv_errstats *host, const kv_errstats *all, size_t n,
-                          char *msg, size_t len) {
-  const struct {
-    const char *name;
-    double dev, host;
-    int is_sum; /* sums differ by summation order only */
-  } fields[] = {{"max_abs", dev->max_abs, host->max_abs, 0},
-                {"max_rel", dev->max_rel, host->max_rel, 0},
-                {"max_ulp", dev->max_ulp, host->max_ulp, 0},
-                {"p99_ulp", dev->p99_ulp, host->p99_ulp, 0},
-                {"max_bound_ratio", dev->max_bound_ratio, host->max_bound_ratio, 0},
-                {"floor_ratio", dev->floor_ratio, host->floor_ratio, 0},
-                {"n_nan", (double)dev->n_nan, (double)host->n_nan, 0},
-                {"n_inf", (double)dev->n_inf, (double)host->n_inf, 0},
-                {"n_checked", (double)dev->n_checked, (double)host->n_checked, 0},
-                {"worst_index", (double)dev->worst_index, (double)host->worst_index, 0},
-                {"n_bias", (double)dev->n_bias, (double)host->n_bias, 0},
-                {"mean_abs", dev->mean_abs, host->mean_abs, 1},
-                {"rel_l2", dev->rel_l2, host->rel_l2, 1},
-                {"bias_ulp", dev->bias_ulp, host->bias_ulp, 1},
-                {"bias_mag_ulp", dev->bias_mag_ulp, host->bias_mag_ulp, 1},
-                {"bias_se", dev->bias_se, host->bias_se, 1}};
-  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-    const double a = fields[i].dev, h = fields[i].host;
-    const int same = a == h || (isnan(a) && isnan(h)) || (fields[i].is_sum && sums_agree(a, h));
-    if (!same) {
-      snprintf(msg, len, "sampled rows: device %s %.17g, host %.17g", fields[i].name, a, h);
-      return;
-    }
-  }
-  if (memcmp(dev->hist, host->hist, sizeof dev->hist) != 0) {
-    snprintf(msg, len, "sampled rows: device and host histograms differ");
-    return;
-  }
-  uint64_t hist_sum = 0;
-  for (int b = 0; b < KV_HIST_BINS; b++) hist_sum += all->hist[b];
-  if (all->n_checked != (int64_t)n || hist_sum != n)
-    snprintf(msg, len, "whole output: %lld elements checked, %llu in the histogram, of %zu", (long long)all->n_checked,
-             (unsigned long long)hist_sum, n);
-  else if (all->max_abs < host->max_abs || all->max_bound_ratio < host->max_bound_ratio ||
-           all->max_ulp < host->max_ulp || all->n_nan < host->n_nan || all->n_inf < host->n_inf ||
-           all->n_bias < host->n_bias)
-    snprintf(msg, len, "whole output: maxima or counts below those of its sampled rows");
+  const kv_ref_sample g = {s->gref, s->gmag, s->gaux, s->gaux_mag, s->n, s->len};
+  const kv_ref_sample c = {s->ref, s->mag, s->aux, s->aux_mag, s->n, s->len};
+  return kv_xcheck_disagreement(&g, &c);
 }
 
 /* Device statistics of the sampled elements (flat indices uploaded, the GPU reference's rows
@@ -184,7 +114,7 @@ static kv_status check_stats(const kv_cuda_ctx *ctx, const kv_case *c, const kv_
   if (st == KV_OK)
     st = kv_cuda_errstats(b->out[0], t->out[0].dtype, d_index, d_ref, d_mag, m, c->prec, &tol, cost->red_len,
                           kv_cuda_deadline(rs, 0.0), &dev, ctx->stream);
-  if (st == KV_OK) compare_stats(&dev, &host, &d->stats, t->out[0].count, d->harness, sizeof d->harness);
+  if (st == KV_OK) kv_xcheck_compare_stats(&dev, &host, &d->stats, t->out[0].count, d->harness, sizeof d->harness);
   if (!kv_fatal_pending()) {
     void *all[] = {d_index, d_ref, d_mag};
     for (int i = 0; i < 3; i++)
