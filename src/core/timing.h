@@ -29,7 +29,7 @@ typedef struct {
   P(X, timing, t_timing, "wall time of the warm-up and timed repetitions (flushes, launches, waits)")         \
   P(X, checks, t_checks, "wall time of the verification launch, guard-band/input/launch checks, downloads")   \
   P(X, stats, t_stats, "wall time of the error statistics on the device")                                     \
-  P(X, xcheck, t_xcheck, "wall time of the cross-checks of the reference and statistics")                     \
+  P(X, xcheck, t_xcheck, "wall time of the cross-checks the case waited for (CPU reference beside the GPU)") \
   P(X, judge, t_judge, "wall time of the host statistics, verdict and fingerprint")                           \
   P(X, total, t_case, "wall time of the whole case")
 

@@ -9,7 +9,8 @@
  * checksums, the outputs copied back (and their checksum recomputed on the host), the GPU fp64
  * reference over the whole output, the error statistics on the device (errstats.cu; the whole
  * reference comes to the host only when the runner asks for host statistics), the
- * cross-checks of the reference and of the statistics on sampled rows (xcheck.c), and --inject
+ * cross-checks of the reference and of the statistics on sampled rows (xcheck.c: their CPU
+ * reference runs on a host thread from the input generation on, beside the device), and --inject
  * sticky / hang as real device faults (fault.cu).
  * Every wait for the device is under the watchdog (watchdog.c). */
 #include <math.h>
@@ -206,12 +207,17 @@ static kv_status inject(const kv_case *c, const kv_case_data *d, double deadline
 /* The steps of a case after its buffers exist; *step names the one that failed. */
 static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv_cuda_launch_override *ovr,
                            const kv_tensors *t, const kv_cost *cost, kv_cuda_buffers *b, void **problem, void **state,
-                           kv_case_data *d, double mark, const char **step, const char **why) {
+                           kv_case_data *d, kv_cuda_xcheck_job **xj, double mark, const char **step,
+                           const char **why) {
   const kv_cuda_family *cf = c->fp->family->cuda;
   const double launch_deadline = kv_cuda_deadline(rs, launch_estimate(cost));
   *step = "input generation";
   KV_TRY(kv_cuda_buffers_fill(&ctx, c, rs, t, b));
   KV_TRY(kv_cuda_wait(&ctx, kv_cuda_deadline(rs, pass_estimate(cost->device_bytes)), "the input generation"));
+  *step = "start of the cross-checks (inputs to the host, the CPU reference's thread)";
+  const double x0 = kv_wtime();
+  KV_TRY(kv_cuda_xcheck_start(&ctx, c, t, cost, rs, b, xj));
+  const double xcheck_start = kv_wtime() - x0; /* counted with the cross-checks, not the setup */
   *step = "prepare";
   KV_TRY(cf->prepare(c, b->in, b->out, problem, why));
   launchable l = {cf->launch, cf->resources, *problem};
@@ -229,7 +235,7 @@ static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv
   KV_TRY(CHECK_CUDA(cudaDeviceSynchronize()));
   kv_kernel_resources res;
   if (l.resources(l.kernel, &res) == KV_OK) d->res = res;
-  d->phases.setup = kv_lap(&mark);
+  d->phases.setup = kv_lap(&mark) - xcheck_start;
   *step = "launch";
   probe_arg pa = {t, b};
   KV_TRY(kv_cuda_time_case(&ctx, l.launch, l.kernel, rs, launch_deadline, probe, &pa, d));
@@ -247,8 +253,8 @@ static kv_status run_steps(const kv_case *c, const kv_run_settings *rs, const kv
   kv_checksum_finding(d, t, b->verification_sum, ctx.ref_threads);
   d->phases.checks = kv_lap(&mark) - d->ref_seconds - d->phases.stats; /* with the downloads */
   *step = "cross-checks of the reference and the statistics";
-  const kv_status st = kv_cuda_xcheck(&ctx, c, t, cost, rs, b, d);
-  d->phases.xcheck = kv_lap(&mark);
+  const kv_status st = kv_cuda_xcheck_finish(&ctx, c, t, cost, rs, b, *xj, d);
+  d->phases.xcheck = xcheck_start + kv_lap(&mark);
   return st;
 }
 
@@ -277,8 +283,10 @@ kv_status kv_cuda_run_case_with(const kv_case *c, const kv_run_settings *rs, con
   void *problem = NULL, *state = NULL;
   const char *step = "device allocation", *why = NULL;
   const double mark = kv_wtime();
+  kv_cuda_xcheck_job *xj = NULL;
   kv_status st = kv_cuda_buffers_alloc(&t, &cost, &b);
-  if (st == KV_OK) st = run_steps(c, rs, ovr, &t, &cost, &b, &problem, &state, d, mark, &step, &why);
+  if (st == KV_OK) st = run_steps(c, rs, ovr, &t, &cost, &b, &problem, &state, d, &xj, mark, &step, &why);
+  kv_cuda_xcheck_drop(xj); /* its thread joined on every path: it reads host buffers of the pool */
   if (kv_fatal_pending()) { /* a timeout or a sticky error: the device must not be touched again */
     set_message(message, msglen, "cuda %s: %s", step, kv_fatal_pending());
     return KV_ERR;

@@ -77,9 +77,17 @@ kv_status kv_cuda_buffers_free(kv_cuda_buffers *b);
  * host generator (kv_input_finding), the GPU fp64 reference against the family's CPU reference
  * (d->ref_xcheck), and, when the statistics were computed on the device, the device statistics
  * of those rows against the host's (d->harness on a mismatch) and the full statistics' own
- * consistency. */
-kv_status kv_cuda_xcheck(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tensors *t, const kv_cost *cost,
-                         const kv_run_settings *rs, const kv_cuda_buffers *b, kv_case_data *d);
+ * consistency. start (once the inputs exist): the sampled rows, the inputs on the host, and the
+ * CPU reference of those rows on a host thread of its own; *job is set even when it fails.
+ * finish (after the GPU reference and statistics): waits for that thread and compares.
+ * drop: waits for the thread if it still runs and frees the job (every path, NULL allowed). */
+typedef struct kv_cuda_xcheck_job kv_cuda_xcheck_job;
+kv_status kv_cuda_xcheck_start(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tensors *t, const kv_cost *cost,
+                               const kv_run_settings *rs, const kv_cuda_buffers *b, kv_cuda_xcheck_job **job);
+kv_status kv_cuda_xcheck_finish(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tensors *t, const kv_cost *cost,
+                                const kv_run_settings *rs, const kv_cuda_buffers *b, kv_cuda_xcheck_job *job,
+                                kv_case_data *d);
+void kv_cuda_xcheck_drop(kv_cuda_xcheck_job *job);
 
 /* Pick this rank's device among the node's ranks (collective over the node's ranks when
  * MPI is initialised: MPI_Comm_split_type(SHARED) and an allgather of CUDA_VISIBLE_DEVICES),

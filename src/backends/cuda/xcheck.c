@@ -9,8 +9,13 @@
  * exactly; sums to 1e-12), and the statistics of the whole output must be consistent with them
  * (every element counted, maxima at least the sample's). A mismatch is a harness error
  * (d->harness): the device statistics, not the kernel, are wrong. The comparisons are
- * run/crosscheck.c's, which kval's self-test checks in every run. The CPU reference runs on the
- * host cores the rank may use (kv_reference_threaded). */
+ * run/crosscheck.c's, which kval's self-test checks in every run.
+ * The CPU reference needs only the inputs, so it starts as soon as they are generated
+ * (kv_cuda_xcheck_start) and runs on a host thread of its own, on the host cores the rank may
+ * use (kv_reference_threaded), while the device times the kernel and computes its own
+ * reference; kv_cuda_xcheck_finish waits for it and compares. */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +53,10 @@ static void sample_free(sample *s) {
   free(s->rows);
 }
 
-static kv_status sample_take(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tensors *t, const kv_cost *cost,
-                             const kv_run_settings *rs, const kv_cuda_buffers *b, double deadline, sample *s) {
+/* The sampled rows and their host buffers (NaN: a row no reference wrote disagrees), and the
+ * whole inputs on the host. */
+static kv_status sample_inputs(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tensors *t, const kv_cost *cost,
+                               const kv_run_settings *rs, const kv_cuda_buffers *b, double deadline, sample *s) {
   memset(s, 0, sizeof *s);
   s->n = kv_xcheck_rows(c, cost, rs, &s->rows);
   s->len = cost->row_len;
@@ -66,17 +73,20 @@ static kv_status sample_take(const kv_cuda_ctx *ctx, const kv_case *c, const kv_
     if (i >= 4 && !aux) break;
     *bufs[i] = KV_MALLOC((i < 4 ? m : s->n) * sizeof(double));
     KV_TRY(CHECK_ALLOC(*bufs[i]));
-    memset(*bufs[i], 0xff, (i < 4 ? m : s->n) * sizeof(double)); /* NaN: a row no reference wrote disagrees */
+    memset(*bufs[i], 0xff, (i < 4 ? m : s->n) * sizeof(double));
   }
+  return kv_cuda_wait(ctx, deadline, "the download of the cross-check's inputs");
+}
+
+/* The GPU reference's sampled rows on the host. */
+static kv_status sample_gpu_reference(const kv_cuda_ctx *ctx, const kv_cuda_buffers *b, double deadline, sample *s) {
   KV_TRY(download_rows(ctx, s->gref, b->ref, s->rows, s->n, s->len));
   KV_TRY(download_rows(ctx, s->gmag, b->mag, s->rows, s->n, s->len));
-  if (aux) {
+  if (s->aux) {
     KV_TRY(download_rows(ctx, s->gaux, b->aux_ref, s->rows, s->n, 1));
     KV_TRY(download_rows(ctx, s->gaux_mag, b->aux_mag, s->rows, s->n, 1));
   }
-  KV_TRY(kv_cuda_wait(ctx, deadline, "the download of the cross-check's rows"));
-  return kv_reference_threaded(c, (const void *const *)s->in, s->rows, s->n, s->len, s->ref, s->mag, s->aux,
-                               s->aux_mag, ctx->ref_threads);
+  return kv_cuda_wait(ctx, deadline, "the download of the cross-check's rows");
 }
 
 /* The GPU reference's sampled rows against the CPU reference's (run/crosscheck.c). */
@@ -124,13 +134,76 @@ static kv_status check_stats(const kv_cuda_ctx *ctx, const kv_case *c, const kv_
   return st;
 }
 
-kv_status kv_cuda_xcheck(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tensors *t, const kv_cost *cost,
-                         const kv_run_settings *rs, const kv_cuda_buffers *b, kv_case_data *d) {
+/* A cross-check under way: its sample and the host thread computing the CPU reference. */
+struct kv_cuda_xcheck_job {
   sample s;
-  kv_status st = sample_take(ctx, c, t, cost, rs, b, kv_cuda_deadline(rs, 0.0), &s);
-  if (st == KV_OK) kv_input_finding(d, c, rs, t, (const void *const *)s.in);
-  if (st == KV_OK) d->ref_xcheck = reference_disagreement(&s);
-  if (st == KV_OK && d->has_stats) st = check_stats(ctx, c, t, cost, rs, b, &s, d);
-  sample_free(&s);
+  const kv_case *c;
+  int threads;
+  pthread_t tid;
+  int running;  /* the thread exists and has not been joined */
+  kv_status st; /* the CPU reference's status, once joined */
+};
+
+static void *cpu_reference(void *arg) {
+  kv_cuda_xcheck_job *j = arg;
+  sample *s = &j->s;
+  j->st = kv_reference_threaded(j->c, (const void *const *)s->in, s->rows, s->n, s->len, s->ref, s->mag, s->aux,
+                                s->aux_mag, j->threads);
+  return NULL;
+}
+
+/* The thread starts with every signal blocked (SIGINT/SIGTERM stay with the main thread, whose
+ * runner stops cleanly; the reference's own worker threads inherit the mask). */
+static kv_status start_thread(kv_cuda_xcheck_job *j) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  const int e = pthread_create(&j->tid, NULL, cpu_reference, j);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (e != 0) {
+    kv_report(__FILE__, __LINE__, "pthread", "pthread_create failed (error %d) starting the cross-check's CPU reference",
+              e);
+    return KV_ERR;
+  }
+  j->running = 1;
+  return KV_OK;
+}
+
+static kv_status join(kv_cuda_xcheck_job *j) {
+  if (!j->running) return j->st;
+  pthread_join(j->tid, NULL);
+  j->running = 0;
+  return j->st;
+}
+
+kv_status kv_cuda_xcheck_start(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tensors *t, const kv_cost *cost,
+                               const kv_run_settings *rs, const kv_cuda_buffers *b, kv_cuda_xcheck_job **job) {
+  kv_cuda_xcheck_job *j = KV_MALLOC(sizeof *j);
+  *job = j;
+  KV_TRY(CHECK_ALLOC(j));
+  memset(j, 0, sizeof *j);
+  j->c = c;
+  j->threads = ctx->ref_threads;
+  j->st = KV_ERR; /* until the thread has run */
+  KV_TRY(sample_inputs(ctx, c, t, cost, rs, b, kv_cuda_deadline(rs, 0.0), &j->s));
+  return start_thread(j);
+}
+
+void kv_cuda_xcheck_drop(kv_cuda_xcheck_job *job) {
+  if (!job) return;
+  (void)join(job);
+  sample_free(&job->s);
+  free(job);
+}
+
+kv_status kv_cuda_xcheck_finish(const kv_cuda_ctx *ctx, const kv_case *c, const kv_tensors *t, const kv_cost *cost,
+                                const kv_run_settings *rs, const kv_cuda_buffers *b, kv_cuda_xcheck_job *job,
+                                kv_case_data *d) {
+  sample *s = &job->s;
+  kv_status st = sample_gpu_reference(ctx, b, kv_cuda_deadline(rs, 0.0), s);
+  if (join(job) != KV_OK) st = KV_ERR;
+  if (st == KV_OK) kv_input_finding(d, c, rs, t, (const void *const *)s->in);
+  if (st == KV_OK) d->ref_xcheck = reference_disagreement(s);
+  if (st == KV_OK && d->has_stats) st = check_stats(ctx, c, t, cost, rs, b, s, d);
   return st;
 }
