@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check_layout.py - check that a kval HDF5 file follows the agreed layout (README, "HDF5 file
-layout"), with h5py and with xarray (engine netcdf4, else h5netcdf; one group at a time): root attributes,
+layout"), with h5py and with xarray (engine netcdf4, else h5netcdf; every group opened at once): root attributes,
 /ranks (one row per rank), every family group with its axis, rank and hist_bin dimension
 scales (and the part and part_stat scales of a family whose output has parts), the per-cell datasets with their types, fill values, CF long_name and named
 dimensions, the status enum (the named type /case_status), the numeric coordinates named by
@@ -143,7 +143,7 @@ class Checker:
         for i, s in enumerate(scales):
             got = ds.dims[i].values()
             if not (len(got) == 1 and got[0] == s):
-                self.expect(False, where, "dimension %d attached to %s, expected %s" % (i, [d.name for d in got], s.name))
+                self.bad(where, "dimension %d attached to %s, expected %s" % (i, [d.name for d in got], s.name))
 
     def ranks(self, f):
         if not self.expect("ranks" in f, "/ranks", "group missing"):
