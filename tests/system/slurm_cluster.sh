@@ -23,7 +23,8 @@
 # and munge.
 # SLURM_FAKE_GPUS is 1 after slurm_start when the fake GPUs could be made (mknod), else 0.
 
-slurm_port_busy() { command -v ss >/dev/null 2>&1 && [ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]; }
+# A port is busy while any TCP socket holds it, listening or not (a connection's local port too).
+slurm_port_busy() { command -v ss >/dev/null 2>&1 && [ -n "$(ss -Htan "sport = :$1" 2>/dev/null)" ]; }
 
 slurm_start() {
   d=$1 sc_n=${2:-1} SLURM_T0=$(date +%s)
@@ -39,16 +40,24 @@ slurm_start() {
     { echo "slurm_cluster: munged did not start"; return 1; }
   host=$(hostname -s)
   # The controller's port and one port per node: a block of 10 ports of this process's own
-  # (test clusters started at the same time by make -j have nearby PIDs), none of them
-  # listening already.
+  # (test clusters started at the same time by make -j have nearby PIDs), none of them held
+  # already, outside the kernel's ephemeral range: there any outgoing connection (an MPI rank
+  # of a test running beside this one) may take a port as its local one between the check and
+  # the daemon's bind, which then fails with "Address already in use" (seen in CI, 2026-12-07).
   [ "$sc_n" -ge 1 ] && [ "$sc_n" -le 9 ] || { echo "slurm_cluster: 1 to 9 nodes, not '$sc_n'"; return 1; }
-  port=$((20000 + $$ % 4000 * 10)) sc_try=0
+  # (read whole: dash's read takes a byte at a time, and the file gives nothing past its first read)
+  sc_range=$(cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+  sc_lo=${sc_range%%[!0-9]*} sc_hi=${sc_range##*[!0-9]}
+  case "$sc_lo.$sc_hi" in *[!0-9.]* | .* | *.) sc_lo=32768 sc_hi=60999 ;; esac
+  if [ "$sc_lo" -ge 12000 ]; then sc_min=10000 sc_max=$((sc_lo - 10)); else sc_min=$((sc_hi + 1)) sc_max=65520; fi
+  [ "$sc_max" -gt "$sc_min" ] || { echo "slurm_cluster: no ports outside the ephemeral range $sc_lo - $sc_hi"; return 1; }
+  port=$((sc_min + $$ % ((sc_max - sc_min) / 10) * 10)) sc_try=0
   while :; do
     sc_busy=0 k=0
     while [ $k -le "$sc_n" ]; do slurm_port_busy $((port + k)) && sc_busy=1; k=$((k + 1)); done
     [ $sc_busy -eq 0 ] && break
     sc_try=$((sc_try + 1)); [ $sc_try -lt 50 ] || { echo "slurm_cluster: no free ports near $port"; return 1; }
-    port=$((port + 10)); [ $port -lt 60000 ] || port=20000
+    port=$((port + 10)); [ $port -le "$sc_max" ] || port=$sc_min
   done
   cat > "$d/slurm.conf" <<CONF
 ClusterName=kvaltest
