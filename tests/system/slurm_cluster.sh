@@ -43,7 +43,8 @@ slurm_start() {
   # (test clusters started at the same time by make -j have nearby PIDs), none of them held
   # already, outside the kernel's ephemeral range: there any outgoing connection (an MPI rank
   # of a test running beside this one) may take a port as its local one between the check and
-  # the daemon's bind, which then fails with "Address already in use" (seen in CI, 2026-12-07, most likely so).
+  # the daemon's bind, which then fails with "Address already in use" (the likely cause of a
+  # CI failure on 2026-12-07).
   [ "$sc_n" -ge 1 ] && [ "$sc_n" -le 9 ] || { echo "slurm_cluster: 1 to 9 nodes, not '$sc_n'"; return 1; }
   # (read whole: dash's read takes a byte at a time, and the file gives nothing past its first read)
   sc_range=$(cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
