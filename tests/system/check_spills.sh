@@ -6,11 +6,10 @@
 # block and hold no "wgmma.mma_async instructions are serialized" (ptxas's C7514: a kernel
 # whose asynchronous tensor-core groups ptxas had to wait for at once, so the overlap the
 # kernel was written for is gone). Where an object has no report at least as new as itself
-# (built by another rule), every object is read with `cuobjdump -res-usage` instead (STACK:0 and LOCAL:0 for every function),
-# and where cuobjdump is missing too, each .cu is compiled again with -Xptxas -v. Before
-# reading anything the test checks its own parser on a report with a spill and one with a C7514
-# line (both must fail) and
-# one without. Fails naming each offending kernel; skips (77) when CUDA is not configured.
+# (built by another rule), every object is read with `cuobjdump -res-usage` instead (STACK:0
+# and LOCAL:0 for every function), and where cuobjdump is missing too, each .cu is compiled
+# again with -Xptxas -v. Before reading anything the test checks its own parser on a report
+# with a spill and one with a C7514 line (both must fail) and a clean one (it must pass).
 # Environment (automake sets the first two): top_srcdir, top_builddir, CUOBJDUMP, NVCC,
 # NVCCFLAGS (the last two default to the values in $top_builddir/Makefile).
 : "${top_srcdir:=.}" "${top_builddir:=.}"
