@@ -10,6 +10,7 @@
 # and LOCAL:0 for every function), and where cuobjdump is missing too, each .cu is compiled
 # again with -Xptxas -v. Before reading anything the test checks its own parser on a report
 # with a spill and one with a C7514 line (both must fail) and a clean one (it must pass).
+# Fails naming each offending kernel; skips (77) when CUDA is not configured.
 # Environment (automake sets the first two): top_srcdir, top_builddir, CUOBJDUMP, NVCC,
 # NVCCFLAGS (the last two default to the values in $top_builddir/Makefile).
 : "${top_srcdir:=.}" "${top_builddir:=.}"
