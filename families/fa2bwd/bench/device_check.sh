@@ -26,7 +26,7 @@ for r in csv.DictReader(open(sys.argv[1])):
     if r["family"] != "fa2bwd":
         continue
     tf = r.get("tflops") or ""
-    print(f'{r["status"]:<16} {r["precision"]} d={r["headdim"]:>3} L={r["seqlen"]:>5} c={r["causal"]} b={r["batch"]} '
+    print(f'{r["status"]:<16} {r["variant"]:<10} {r["precision"]} d={r["headdim"]:>3} L={r["seqlen"]:>5} c={r["causal"]} b={r["batch"]} '
           f'{r["dist"]:<12} bound={float(r["max_bound_ratio"] or "nan"):.3g} xref={r["ref_xcheck"]} '
           f'tflops={tf} regs={r["registers"]} {r["message"][:90]}')
 P
