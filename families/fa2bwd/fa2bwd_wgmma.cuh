@@ -12,7 +12,9 @@
  *     64c..64c+63 and keeps dK and dV in fp32 registers while the CTA walks the query blocks of
  *     BQ rows in ascending order (causal: from the first block that sees one of its keys). The
  *     producer's thread 0 loads K and V once and Q, dO of every block into a ring of STAGES;
- *     its warp 1 stages the block's lse * log2(e) and D in shared memory. Per block:
+ *     each consumer copies the next block's lse and D into the other of its two buffers
+ *     (cp.async, a warpgroup barrier before they are read) while it computes this one. Per
+ *     block:
  *       S^T = K Q^T, dP^T = V dO^T   wgmma m64nBQk16, both operands K-major from shared memory
  *       P^T = ex2(S^T scale_log2 - lse log2(e)), dS^T = P^T (dP^T - D) in fp32; the mask
  *             (P = 0 for causal pairs with key > query and queries past seqlen) only in the
@@ -187,12 +189,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int m_unmasked = CAUSAL ? (n0 + BN - 1 + BQ - 1) / BQ : 0;
   const int m_tail = L / BQ;
 
-  init_barriers<ST, Tr::kConsumers>(full_kv, full, empty, 2); /* full: the TMA thread's arrival and the stats warp's */
+  init_barriers<ST, Tr::kConsumers>(full_kv, full, empty, 1);
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (threadIdx.x == 0) {
       ptx::mbarrier_arrive_expect_tx(full_kv, 2 * Tr::kKvTileBytes);
       load_tile<D>(sk, BN, &map_k, full_kv, h, n0, b);
@@ -205,22 +206,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         load_tile<D>(sq, BQ, &map_q, &full[s], h, m * BQ, b);
         load_tile<D>(sq + Tr::kQTileBytes, BQ, &map_do, &full[s], h, m * BQ, b);
       }
-    } else if (warp == 1) {
-      /* lse * log2(e) and D of the block's rows (0 past seqlen: those pairs are masked) */
-      const long long stat0 = static_cast<long long>(b) * L * H + h;
-      for (int m = m_begin; m < m_end; ++m) {
-        const int i = m - m_begin, s = i % ST;
-        float *stat = reinterpret_cast<float *>(stages + s * Tr::kDkdvStageBytes + 2 * Tr::kQTileBytes);
-        if (i >= ST) ptx::mbarrier_wait_parity(&empty[s], ((i / ST) & 1) ^ 1);
-        for (int r = lane; r < BQ; r += 32) {
-          const int q = m * BQ + r;
-          const bool ok = q < L;
-          stat[r] = ok ? a.lse[stat0 + static_cast<long long>(q) * H] * kv_fa2bwd::kLog2e : 0.f;
-          stat[BQ + r] = ok ? a.dsum[stat0 + static_cast<long long>(q) * H] : 0.f;
-        }
-        __syncwarp();
-        if (lane == 0) ptx::mbarrier_arrive(&full[s]);
-      }
     }
     return;
   }
@@ -230,6 +215,20 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int key0 = n0 + cw * 64 + warp * 16 + g; /* this lane's keys key0 and key0 + 8 */
   const float sl2 = a.scale_log2;
   const uint32_t k_base = ptx::smem_addr(sk) + cw * 64 * 128, v_base = ptx::smem_addr(sv) + cw * 64 * 128;
+  /* this consumer's two buffers of {lse, D}: thread lt copies lse (lt < BQ) or D of query
+   * row lt % BQ of a block (0 past seqlen: those pairs are masked) */
+  const float *stats = reinterpret_cast<const float *>(smem + Tr::kDkdvStatsOffset) + cw * 2 * 2 * BQ;
+  const long long stat0 = static_cast<long long>(b) * L * H + h;
+  const float *stat_src = (lt < BQ ? a.lse : a.dsum) + stat0;
+  const uint32_t stat_dst = ptx::smem_addr(stats) + lt * 4;
+  const int row = lt % BQ;
+  auto copy_stats = [=](int m, int buf) {
+    const int q = m * BQ + row;
+    kv_fa2bwd::cp_async_4(stat_dst + buf * 2 * BQ * 4, stat_src + (q < L ? static_cast<long long>(q) * H : 0),
+                          q < L ? 4 : 0);
+    ptx::cp_async_commit_group();
+  };
+  copy_stats(m_begin, 0);
 
   float dk[D / 2], dv[D / 2];
 #pragma unroll
@@ -239,7 +238,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     const int i = m - m_begin, s = i % ST, m0 = m * BQ;
     unsigned char *sq = stages + s * Tr::kDkdvStageBytes;
     const uint32_t q_base = ptx::smem_addr(sq), do_base = q_base + Tr::kQTileBytes;
-    const float *stat = reinterpret_cast<const float *>(sq + 2 * Tr::kQTileBytes);
+    const float *stat = stats + (i % 2) * 2 * BQ;
+    ptx::cp_async_wait_group<0>();
+    ptx::bar_sync(1 + cw, 128); /* this block's stats landed; the other buffer's readers are done */
+    if (m + 1 < m_end) copy_stats(m + 1, (i + 1) % 2);
     ptx::mbarrier_wait_parity(&full[s], (i / ST) & 1);
 
     /* S^T = K Q^T and dP^T = V dO^T: key rows x query columns */
@@ -257,12 +259,13 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #pragma unroll
     for (int jb = 0; jb < BQ / 8; ++jb) {
       const int c = 8 * jb + 2 * t4;
-      const float2 lse2 = *reinterpret_cast<const float2 *>(stat + c);
+      const float2 lse = *reinterpret_cast<const float2 *>(stat + c);
       const float2 dsum = *reinterpret_cast<const float2 *>(stat + BQ + c);
+      const float neg_lse2[2] = {-(lse.x * kv_fa2bwd::kLog2e), -(lse.y * kv_fa2bwd::kLog2e)};
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int j = 4 * jb + e, key = key0 + 8 * (e / 2), query = m0 + c + e % 2;
-        float p = ex2(fmaf(st[j], sl2, -(e % 2 ? lse2.y : lse2.x)));
+        float p = ex2(fmaf(st[j], sl2, neg_lse2[e % 2]));
         if (masked && (query >= L || (CAUSAL && key > query))) p = 0.f;
         dpt[j] = p * (dpt[j] - (e % 2 ? dsum.y : dsum.x));
         st[j] = p;

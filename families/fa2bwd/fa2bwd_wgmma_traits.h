@@ -3,13 +3,15 @@
  * sizes only from here; the block sizes come from families/fa2bwd/fa2bwd_limits.h
  * (KV_FA2BWD_WGMMA_*), which the path tags and the CPU side read too.
  *
- * Both kernels: one producer warpgroup (one thread issues every TMA load; in the dK/dV kernel
- * a second warp stages each query block's lse and D) and two consumer warpgroups of 64 rows.
+ * Both kernels: one producer warpgroup (one thread issues every TMA load) and two consumer
+ * warpgroups of 64 rows.
  * Every tile of R rows x D features is D/64 column chunks of R rows x 128 bytes, 128-byte
  * swizzled as TMA writes it and wgmma reads it, each chunk 1024-byte aligned.
  *   dK/dV kernel (BN = 128 keys; walks query blocks of BQ rows):
  *     K, V         BN x D each, loaded once; the epilogue stages dK and dV in them
- *     STAGES x {Q, dO: BQ x D each; lse * log2(e), D: BQ floats each}
+ *     STAGES x {Q, dO: BQ x D each}
+ *     per consumer, two buffers of {lse, D: BQ floats each} (its own cp.async, next block's
+ *                  while it computes this one's)
  *     mbarriers    1 + 2 * STAGES
  *   dQ kernel (BM = 128 query rows; walks key blocks of BK keys):
  *     Q, dO        BM x D each, loaded once; the epilogue stages dQ in Q
@@ -30,10 +32,11 @@ struct kv_fa2bwd_wgmma_config {
   /* dK/dV kernel */
   static constexpr int kKeys = 64 * kConsumers, kQueryRows = BQ;
   static constexpr int kKvTileBytes = kKeys * D * 2, kQTileBytes = BQ * D * 2;
-  static constexpr int kStatBytes = 2 * BQ * 4; /* lse * log2(e), then D */
-  static constexpr int kDkdvStageBytes = (2 * kQTileBytes + kStatBytes + 1023) / 1024 * 1024; /* tiles 1024-aligned */
+  static constexpr int kStatBytes = 2 * BQ * 4; /* one buffer: lse, then D */
+  static constexpr int kDkdvStageBytes = 2 * kQTileBytes;
   static constexpr int kDkdvStagesOffset = 2 * kKvTileBytes;
-  static constexpr int kDkdvBarOffset = kDkdvStagesOffset + STAGES * kDkdvStageBytes;
+  static constexpr int kDkdvStatsOffset = kDkdvStagesOffset + STAGES * kDkdvStageBytes;
+  static constexpr int kDkdvBarOffset = kDkdvStatsOffset + kConsumers * 2 * kStatBytes;
   static constexpr int kDkdvSmemBytes = 1024 + kDkdvBarOffset + 8 * (1 + 2 * STAGES);
 
   /* dQ kernel */
@@ -53,7 +56,8 @@ struct kv_fa2bwd_wgmma_config {
   };
 
   static_assert(D == 64 || D == 128, "head dim: whole 128-byte chunks, one wgmma N");
-  static_assert(BQ == 64, "dK/dV kernel: one wgmma N of queries (S^T, dP^T) and 4 k16 steps of dV, dK");
+  static_assert(BQ == 64, "dK/dV kernel: one wgmma N of queries (S^T, dP^T), 4 k16 steps of dV, dK, and a "
+                          "consumer thread for each of a block's lse and D values");
   static_assert(BK == 64 || BK == 128, "dQ kernel: one wgmma N of keys (S, dP), whole TMA boxes");
   static_assert(kKeys == KV_FA2BWD_WGMMA_KEYS && BQ == KV_FA2BWD_WGMMA_QUERIES(D), "blocks of fa2bwd_limits.h");
   static_assert(kRows == KV_FA2BWD_WGMMA_ROWS && BK == KV_FA2BWD_WGMMA_KEY_BLOCK(D), "blocks of fa2bwd_limits.h");
@@ -67,7 +71,7 @@ struct kv_fa2bwd_wgmma_config {
 /* Per head dim: 64-row query blocks in the dK/dV kernel (its consumer thread holds dK's and
  * dV's D / 2 accumulators each, S^T's and dP^T's 32); key blocks of the dQ kernel 128 at d = 64
  * and 64 at d = 128 (dQ's D / 2 accumulators, S's and dP's BK / 2). Two stages; 40 registers for
- * the producer warpgroup (its second warp stages lse and D), 232 for each consumer. */
+ * the producer warpgroup, 232 for each consumer. */
 template <int D>
 struct kv_fa2bwd_wgmma_traits
     : kv_fa2bwd_wgmma_config<D, KV_FA2BWD_WGMMA_QUERIES(D), KV_FA2BWD_WGMMA_KEY_BLOCK(D), 2, 40, 232> {};
