@@ -244,15 +244,16 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if (m + 1 < m_end) copy_stats(m + 1, (i + 1) % 2);
     ptx::mbarrier_wait_parity(&full[s], (i / ST) & 1);
 
-    /* S^T = K Q^T and dP^T = V dO^T: key rows x query columns */
+    /* S^T = K Q^T and dP^T = V dO^T: key rows x query columns, two groups, so that P^T is
+     * computed while dP^T is in the tensor cores */
     float st[BQ / 2], dpt[BQ / 2];
     ptx::wgmma_fence();
     gemm_nt<T, D, BQ>(st, k_base, BN, q_base);
+    ptx::wgmma_commit_group();
     gemm_nt<T, D, BQ>(dpt, v_base, BN, do_base);
     ptx::wgmma_commit_group();
-    ptx::wgmma_wait_group<0>();
+    ptx::wgmma_wait_group<1>();
     settle(st);
-    settle(dpt);
 
     /* accumulator j: key key0 + 8 ((j / 2) % 2), query m0 + 8 (j / 4) + 2 t4 + j % 2 */
     const bool masked = m < m_unmasked || m >= m_tail;
@@ -260,28 +261,41 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     for (int jb = 0; jb < BQ / 8; ++jb) {
       const int c = 8 * jb + 2 * t4;
       const float2 lse = *reinterpret_cast<const float2 *>(stat + c);
-      const float2 dsum = *reinterpret_cast<const float2 *>(stat + BQ + c);
       const float neg_lse2[2] = {-(lse.x * kv_fa2bwd::kLog2e), -(lse.y * kv_fa2bwd::kLog2e)};
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int j = 4 * jb + e, key = key0 + 8 * (e / 2), query = m0 + c + e % 2;
         float p = ex2(fmaf(st[j], sl2, neg_lse2[e % 2]));
         if (masked && (query >= L || (CAUSAL && key > query))) p = 0.f;
-        dpt[j] = p * (dpt[j] - (e % 2 ? dsum.y : dsum.x));
         st[j] = p;
       }
     }
-    uint32_t pf[BQ / 16][4], dsf[BQ / 16][4];
+    uint32_t pf[BQ / 16][4];
     to_frags<T, BQ>(st, pf);
-    to_frags<T, BQ>(dpt, dsf);
     settle(pf);
-    settle(dsf);
+    ptx::wgmma_wait_group<0>();
+    settle(dpt);
     settle(dv);
-    settle(dk);
 
-    /* dV += P^T dO, dK += dS^T Q */
+    /* dV += P^T dO in the tensor cores while dS^T = P^T (dP^T - D) is computed, then
+     * dK += dS^T Q */
+    if (Tr::kOverlapDv) {
+      ptx::wgmma_fence();
+      gemm_rs<T, D, BQ>(dv, pf, do_base);
+      ptx::wgmma_commit_group();
+    }
+#pragma unroll
+    for (int jb = 0; jb < BQ / 8; ++jb) {
+      const float2 dsum = *reinterpret_cast<const float2 *>(stat + BQ + 8 * jb + 2 * t4);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dpt[4 * jb + e] = st[4 * jb + e] * (dpt[4 * jb + e] - (e % 2 ? dsum.y : dsum.x));
+    }
+    uint32_t dsf[BQ / 16][4];
+    to_frags<T, BQ>(dpt, dsf);
+    settle(dsf);
+    settle(dk);
     ptx::wgmma_fence();
-    gemm_rs<T, D, BQ>(dv, pf, do_base);
+    if (!Tr::kOverlapDv) gemm_rs<T, D, BQ>(dv, pf, do_base);
     gemm_rs<T, D, BQ>(dk, dsf, q_base);
     ptx::wgmma_commit_group();
     ptx::wgmma_wait_group<0>();
@@ -364,15 +378,16 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     const uint32_t k_base = ptx::smem_addr(stages + s * Tr::kDqStageBytes), v_base = k_base + Tr::kKeyTileBytes;
     ptx::mbarrier_wait_parity(&full[s], (n / ST) & 1);
 
-    /* S = Q K^T and dP = dO V^T: query rows x key columns */
+    /* S = Q K^T and dP = dO V^T: query rows x key columns, two groups (P while dP is in the
+     * tensor cores) */
     float sc[BK / 2], dp[BK / 2];
     ptx::wgmma_fence();
     gemm_nt<T, D, BK>(sc, q_base, BM, k_base);
+    ptx::wgmma_commit_group();
     gemm_nt<T, D, BK>(dp, do_base, BM, v_base);
     ptx::wgmma_commit_group();
-    ptx::wgmma_wait_group<0>();
+    ptx::wgmma_wait_group<1>();
     settle(sc);
-    settle(dp);
 
     /* accumulator j: row row0 + 8 ((j / 2) % 2), key n BK + 8 (j / 4) + 2 t4 + j % 2 */
     const bool masked = n >= n_free;
@@ -381,8 +396,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       const int hi = (j / 2) % 2, key = n * BK + 8 * (j / 4) + 2 * t4 + j % 2, query = row0 + 8 * hi;
       float p = ex2(fmaf(sc[j], sl2, -lse2[hi]));
       if (masked && (key >= L || (CAUSAL && key > query))) p = 0.f;
-      dp[j] = p * (dp[j] - dsum[hi]);
+      sc[j] = p;
     }
+    ptx::wgmma_wait_group<0>();
+    settle(dp);
+#pragma unroll
+    for (int j = 0; j < BK / 2; ++j) dp[j] = sc[j] * (dp[j] - dsum[(j / 2) % 2]);
     uint32_t dsf[BK / 16][4];
     to_frags<T, BK>(dp, dsf);
     settle(dsf);

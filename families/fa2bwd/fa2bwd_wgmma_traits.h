@@ -22,7 +22,7 @@
 
 #include "families/fa2bwd/fa2bwd_limits.h"
 
-template <int D, int BQ, int BK, int STAGES, int PRODUCER_REGS, int CONSUMER_REGS>
+template <int D, int BQ, int BK, int STAGES, int PRODUCER_REGS, int CONSUMER_REGS, bool OVERLAP_DV>
 struct kv_fa2bwd_wgmma_config {
   static constexpr int kHeadDim = D, kChunks = D / 64, kStages = STAGES;
   static constexpr int kConsumers = 2, kThreads = 128 * (kConsumers + 1);
@@ -31,6 +31,8 @@ struct kv_fa2bwd_wgmma_config {
 
   /* dK/dV kernel */
   static constexpr int kKeys = 64 * kConsumers, kQueryRows = BQ;
+  /* dV += P^T dO issued before dS^T is computed (its P^T fragments then live beside dS^T's) */
+  static constexpr bool kOverlapDv = OVERLAP_DV;
   static constexpr int kKvTileBytes = kKeys * D * 2, kQTileBytes = BQ * D * 2;
   static constexpr int kStatBytes = 2 * BQ * 4; /* one buffer: lse, then D */
   static constexpr int kDkdvStageBytes = 2 * kQTileBytes;
@@ -74,6 +76,6 @@ struct kv_fa2bwd_wgmma_config {
  * the producer warpgroup, 232 for each consumer. */
 template <int D>
 struct kv_fa2bwd_wgmma_traits
-    : kv_fa2bwd_wgmma_config<D, KV_FA2BWD_WGMMA_QUERIES(D), KV_FA2BWD_WGMMA_KEY_BLOCK(D), 2, 40, 232> {};
+    : kv_fa2bwd_wgmma_config<D, KV_FA2BWD_WGMMA_QUERIES(D), KV_FA2BWD_WGMMA_KEY_BLOCK(D), 2, 40, 232, D == 64> {};
 
 #endif
