@@ -22,15 +22,17 @@
  *       dV += P^T dO, dK += dS^T Q   wgmma m64nDk16, P^T and dS^T rounded to the storage type as
  *             register A operands (the accumulator layout is the A-fragment layout), dO and Q
  *             read N-major (transpose bit); then the stage is released.
- *   dQ kernel: one CTA per 128 query rows (heaviest causal blocks first); consumer c owns rows
+ *   dQ kernel: one CTA per 128 query rows (causal: the last rows first); consumer c owns rows
  *     64c.., dQ in registers, walking the key blocks of BK keys in ascending order (causal: up to
  *     the diagonal): S = Q K^T, dP = dO V^T (K-major), P and dS as above with keys past seqlen
  *     masked too, dQ += dS K (K N-major).
  *   Epilogues: dK, dQ times scale in fp32; every gradient rounded once to the storage type
  *   (round to nearest even), staged 128-byte swizzled in the warpgroup's own rows of the K, V or
  *   Q tile and stored by TMA.
- * Deterministic: no atomics, every output element is written by one thread, every sum is taken
- * in a fixed order (wgmma's k16 steps in ascending order, blocks in ascending order). */
+ * Causal CTAs start in order of work (tile_of): every head's heaviest block, then every head's
+ * next one, ... Deterministic: no atomics, every output element is written by one thread, every
+ * sum is taken in a fixed order (wgmma's k16 steps in ascending order, blocks in ascending
+ * order). */
 #ifndef KVAL_FA2BWD_WGMMA_CUH
 #define KVAL_FA2BWD_WGMMA_CUH
 
@@ -163,6 +165,22 @@ __device__ __forceinline__ void init_barriers(uint64_t *once, uint64_t *full, ui
   __syncthreads();
 }
 
+/* The (block, batch x head) a CTA owns. The hardware starts CTAs in linear order (x fastest); with
+ * the causal mask the blocks' work differs, so there the linear order walks every head's first
+ * block (`block` 0: the most work), then every head's second, ... and a wave's last CTAs are
+ * the light ones. */
+template <bool CAUSAL>
+__device__ __forceinline__ void tile_of(int &block, int &bh) {
+  if (CAUSAL) {
+    const unsigned lin = blockIdx.x + gridDim.x * blockIdx.y;
+    block = static_cast<int>(lin / gridDim.y);
+    bh = static_cast<int>(lin % gridDim.y);
+  } else {
+    block = static_cast<int>(blockIdx.x);
+    bh = static_cast<int>(blockIdx.y);
+  }
+}
+
 /* ---- the dK/dV kernel: 128 keys a CTA, walking the query blocks ---- */
 template <class Tr, kv_dtype STORE, bool CAUSAL>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
@@ -179,9 +197,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   uint64_t *full = full_kv + 1, *empty = full + ST;
 
   const int L = a.seqlen, H = a.heads;
-  const int n0 = static_cast<int>(blockIdx.x) * BN;
-  const int h = static_cast<int>(blockIdx.y % static_cast<unsigned>(H));
-  const int b = static_cast<int>(blockIdx.y / static_cast<unsigned>(H));
+  int kb, bh;
+  tile_of<CAUSAL>(kb, bh);
+  const int n0 = kb * BN, h = bh % H, b = bh / H;
   /* query blocks [m_begin, m_end); those before m_unmasked hold pairs above the causal
    * diagonal, those from m_tail on rows past seqlen */
   const int m_end = (L + BQ - 1) / BQ;
@@ -327,10 +345,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   const int L = a.seqlen, H = a.heads;
   const int n_mblocks = (L + BM - 1) / BM;
-  const int mb = CAUSAL ? n_mblocks - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
-  const int m0 = mb * BM;
-  const int h = static_cast<int>(blockIdx.y % static_cast<unsigned>(H));
-  const int b = static_cast<int>(blockIdx.y / static_cast<unsigned>(H));
+  int rank, bh;
+  tile_of<CAUSAL>(rank, bh);
+  const int mb = CAUSAL ? n_mblocks - 1 - rank : rank; /* causal: the last rows first (most key blocks) */
+  const int m0 = mb * BM, h = bh % H, b = bh / H;
   int n_end, n_free; /* key blocks [0, n_end), those from n_free on masked */
   kv_fa2_common::key_tiles<CAUSAL, BM, BK>(m0, L, L, n_end, n_free);
 
