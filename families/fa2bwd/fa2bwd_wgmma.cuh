@@ -1,6 +1,7 @@
 /* fa2bwd_wgmma.cuh - kval-wgmma, the Hopper (sm_90a) FlashAttention-2 backward kernels and their
  * host side per configuration (prepare once: grid checks, seven TMA descriptors, shared-memory
- * limits; launch: three kernels on one stream). Included only by the instantiation files
+ * limits; launch: three kernels on one stream, the third a programmatic dependent of the
+ * second). Included only by the instantiation files
  * families/fa2bwd/inst/fa2bwd_wgmma_d<D>.cu; everything else calls it through fa2bwd_api.h.
  * Configuration: fa2bwd_wgmma_traits.h.
  *
