@@ -6,7 +6,7 @@
  * 128-byte swizzled tiles, wgmma.mma_async m64nNk16 (N = 256, 128, 64; A from shared memory or
  * from registers) and m64n8k16 (fp32 accumulators for fp16/bf16 inputs, fp16 accumulators for
  * fp16 inputs), m64nNk32 (N = 256, 192, 128, 64; fp32 accumulators for e4m3/e5m2 inputs) and
- * setmaxnreg, griddepcontrol (programmatic dependent launch); on the host, kv::tma_encode_fn, the
+ * setmaxnreg; on the host, kv::tma_encode_fn, the
  * driver's cuTensorMapEncodeTiled. The shared-memory address helper is sm80.cuh's. */
 #ifndef KVAL_DEVICE_SM90_CUH
 #define KVAL_DEVICE_SM90_CUH
@@ -321,13 +321,6 @@ template <int R> __device__ __forceinline__ void setmaxnreg_inc() {
 template <int R> __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R));
 }
-
-/* ---- programmatic dependent launch: the grid launched after this one with the
- * programmatic-stream-serialization attribute may start once every CTA of this grid has
- * issued launch_dependents or exited; griddepcontrol.wait holds the dependent until this grid
- * has completed and its memory is visible ---- */
-__device__ __forceinline__ void griddep_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;"); }
-__device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 }  // namespace ptx
 }  // namespace kv

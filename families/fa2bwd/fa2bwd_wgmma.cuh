@@ -1,7 +1,6 @@
 /* fa2bwd_wgmma.cuh - kval-wgmma, the Hopper (sm_90a) FlashAttention-2 backward kernels and their
  * host side per configuration (prepare once: grid checks, seven TMA descriptors, shared-memory
- * limits; launch: three kernels on one stream, the third a programmatic dependent of the
- * second). Included only by the instantiation files
+ * limits; launch: three kernels on one stream). Included only by the instantiation files
  * families/fa2bwd/inst/fa2bwd_wgmma_d<D>.cu; everything else calls it through fa2bwd_api.h.
  * Configuration: fa2bwd_wgmma_traits.h.
  *
@@ -209,8 +208,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int m_tail = L / BQ;
 
   init_barriers<ST, Tr::kConsumers>(full_kv, full, empty, 1);
-  /* the dQ kernel, independent of this one, may take the SMs this grid's last wave leaves */
-  ptx::griddep_launch_dependents();
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
@@ -440,8 +437,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   /* epilogue: dQ * scale, staged in this warpgroup's Q rows */
   store_rows<T, D>(dq, a.scale, sq, BM, cw * 64, &map_dq, h, m0 + cw * 64, b);
-  /* this grid completes after the dK/dV grid, so what follows it on the stream waits for both */
-  if (lt == 0 && cw == 0) ptx::griddep_wait();
 #endif
 }
 
@@ -463,21 +458,9 @@ cudaError_t launch(const kv_fa2bwd_problem &pr, cudaStream_t stream) {
       m[MAP_Q], m[MAP_K], m[MAP_V], m[MAP_DO], m[MAP_DK], m[MAP_DV], a);
   e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  /* the dQ kernel as the dK/dV kernel's programmatic dependent: its CTAs start on the SMs that
-   * the dK/dV grid's last wave frees (the D kernel, whose output both read, completed before) */
-  cudaLaunchAttribute dependent;
-  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  dependent.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((a.seqlen + Tr::kRows - 1) / Tr::kRows, heads_total);
-  cfg.blockDim = dim3(Tr::kThreads);
-  cfg.dynamicSmemBytes = Tr::kDqSmemBytes;
-  cfg.stream = stream;
-  cfg.attrs = &dependent;
-  cfg.numAttrs = 1;
-  e = cudaLaunchKernelEx(&cfg, fa2bwd_wgmma_dq_kernel<Tr, STORE, CAUSAL>, m[MAP_Q], m[MAP_K], m[MAP_V], m[MAP_DO],
-                         m[MAP_DQ], a);
-  if (e != cudaSuccess) return e;
+  const dim3 dq_grid((a.seqlen + Tr::kRows - 1) / Tr::kRows, heads_total);
+  fa2bwd_wgmma_dq_kernel<Tr, STORE, CAUSAL><<<dq_grid, Tr::kThreads, Tr::kDqSmemBytes, stream>>>(
+      m[MAP_Q], m[MAP_K], m[MAP_V], m[MAP_DO], m[MAP_DQ], a);
   return cudaGetLastError();
 }
 
