@@ -1,7 +1,7 @@
 /* pick.cuh - what the attention dispatchers (fa2_dispatch.cu, fa2bwd_dispatch.cu) share:
  * compile-time values as types, the choice of a (head dim) x (fp16|bf16 storage) x causal
- * instantiation, and the status of a prepare step that may refuse a problem with a
- * reason of its own. Host code. */
+ * instantiation, the refusal of sm_90a kernels on other devices, and the status of a prepare
+ * step that may refuse a problem with a reason of its own. Host code. */
 #ifndef KVAL_DEVICE_PICK_CUH
 #define KVAL_DEVICE_PICK_CUH
 
@@ -33,6 +33,18 @@ cudaError_t by_headdim_store_causal(int headdim, kv_precision prec, int causal, 
   cudaError_t e = cudaErrorInvalidValue;
   (void)((headdim == Ds && ((e = by_store(int_<Ds>{})), true)) || ...);
   return e;
+}
+
+/* Why the current device cannot run sm_90a code (the Hopper kernels, compiled for compute
+ * capability 9.0 only), in the caller's words, or NULL: `no_cc` when the capability cannot be
+ * read, `not_sm90` when it is not 9.0. */
+inline const char *sm90a_refusal(const char *no_cc, const char *not_sm90) {
+  int dev, major, minor;
+  if (CHECK_CUDA(cudaGetDevice(&dev)) != KV_OK ||
+      CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) != KV_OK ||
+      CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) != KV_OK)
+    return no_cc;
+  return major == 9 && minor == 0 ? nullptr : not_sm90;
 }
 
 /* A kernel's own refusal (cudaErrorInvalidValue with a reason) as KV_ERR with that reason;

@@ -18,13 +18,8 @@ using kv::pick::int_;
 const char *unsupported(int variant, int headdim, kv_precision prec, const char **why) {
   *why = kv_fa2_unsupported(variant, headdim, prec);
   if (*why || variant != KV_FA2_WGMMA) return *why;
-  int dev, major, minor;
-  if (CHECK_CUDA(cudaGetDevice(&dev)) != KV_OK ||
-      CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) != KV_OK ||
-      CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) != KV_OK)
-    return *why = "fa2 kval-wgmma: the device's compute capability could not be read";
-  if (major != 9 || minor != 0) *why = "fa2 kval-wgmma: needs a compute capability 9.0 GPU (sm_90a code)";
-  return *why;
+  return *why = kv::pick::sm90a_refusal("fa2 kval-wgmma: the device's compute capability could not be read",
+                                        "fa2 kval-wgmma: needs a compute capability 9.0 GPU (sm_90a code)");
 }
 
 /* F(D, STORE, ACC, CAUSAL) for a supported kval-mma problem. */

@@ -8,7 +8,7 @@
  *
  * FLOPs: the FlashAttention convention for the backward, 2.5 times the forward's 4 d per
  * visible pair (five matrix products: S, dP, dV, dK, dQ; causal self-attention counts half the
- * pairs). The kval-mma kernels recompute S and dP in the dQ pass; that work is not counted.
+ * pairs). Both variants' kernels recompute S and dP in the dQ pass; that work is not counted.
  * Reduction length of the tolerance: max(seqlen, headdim), the longest of the sums. */
 #include <math.h>
 #include <string.h>
@@ -22,13 +22,14 @@
 #define FA2BWD_LOG2E 1.4426950408889634074
 
 static const char *const fa2bwd_dists[] = {"normal", "uniform", "large_logits", NULL};
-static const char *const fa2bwd_variants[] = {"kval-mma", NULL};
+static const char *const fa2bwd_variants[] = {"kval-wgmma", "kval-mma", NULL};
 /* dqkv's three gradients, each batch x seqlen x heads rows (fa2bwd_tensors) */
 static const char *const fa2bwd_parts[] = {"dq", "dk", "dv", NULL};
 
 static const kv_axis_desc fa2bwd_axes[] = {
-    {"variant", KV_AXIS_STR, "kval-mma", fa2bwd_variants, 0, 0,
-     "kernel: kval-mma (mma.sync; deterministic: dK/dV pass and dQ pass, no atomics)"},
+    {"variant", KV_AXIS_STR, "kval-wgmma kval-mma", fa2bwd_variants, 0, 0,
+     "kernel: kval-wgmma (Hopper wgmma + TMA) or kval-mma (mma.sync); both deterministic: dK/dV pass and dQ pass, "
+     "no atomics"},
     {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0, "storage:accumulator type pair"},
     {"headdim", KV_AXIS_INT, "64 128", NULL, 64, 128, "head dimension (kernels: 64, 128)"},
     {"seqlen", KV_AXIS_INT, "512 1024 2048", NULL, 1, 1048576, "sequence length (queries and keys)"},
@@ -161,9 +162,11 @@ static void fa2bwd_path(const kv_case *c, char *b, size_t n) {
   const long long d = kv_case_int(c, "headdim"), l = kv_case_int(c, "seqlen");
   b[0] = '\0';
   kv_tag(b, n, "fa2bwd:%s:d%lld:%s:%s", v, d, kv_case_str(c, "precision"), kv_case_int(c, "causal") ? "causal" : "full");
-  if (l % KV_FA2BWD_BLOCK_M(d)) kv_tag(b, n, "fa2bwd:%s:q-tail", v);
-  if (l % KV_FA2BWD_BLOCK_N(d)) kv_tag(b, n, "fa2bwd:%s:k-tail", v);
-  if (l > KV_FA2BWD_BLOCK_M(d) && l > KV_FA2BWD_BLOCK_N(d)) kv_tag(b, n, "fa2bwd:%s:blocks", v);
+  long long qb[2], kb[2];
+  kv_fa2bwd_blocks(kv_fa2bwd_variant_of(v), d, qb, kb);
+  if (l % qb[0] || l % qb[1]) kv_tag(b, n, "fa2bwd:%s:q-tail", v);
+  if (l % kb[0] || l % kb[1]) kv_tag(b, n, "fa2bwd:%s:k-tail", v);
+  if (l > qb[0] && l > qb[1] && l > kb[0] && l > kb[1]) kv_tag(b, n, "fa2bwd:%s:blocks", v);
   if (kv_case_param(c, "scale") > 0) kv_tag(b, n, "fa2bwd:%s:scale=set", v);
   kv_fa2bwd_dims dims;
   kv_fa2bwd_dims_of(c, &dims);

@@ -34,19 +34,25 @@ struct kv_fa2bwd_args {
 
 /* A prepared problem: one launch runs the three kernels (D, dK/dV, dQ) on one stream. A plain
  * value: a copy launches the same kernels on the same tensors. */
+#define KV_FA2BWD_MAPS 7
 struct kv_fa2bwd_problem {
   kv_fa2bwd_args a;
+  CUtensorMap maps[KV_FA2BWD_MAPS]; /* kval-wgmma: q, k, v, dout, dq, dk, dv */
   int variant, headdim, causal;
   kv_precision prec;
   cudaError_t (*launch)(const kv_fa2bwd_problem &pr, cudaStream_t stream);
   cudaError_t (*info)(kv_kernel_resources *r); /* the dK/dV kernel's resources (the costliest) */
 };
 
-/* The instantiations' prepare steps (explicitly instantiated in inst/fa2bwd_mma_d<D>.cu):
+/* The instantiations' prepare steps (kval-mma: explicitly instantiated in inst/fa2bwd_mma_d<D>.cu):
  * check the grids, raise the kernels' dynamic shared-memory limits, set pr->launch and
  * pr->info; a problem the kernels refuse: cudaErrorInvalidValue with *why a static reason. */
 template <int D, kv_dtype STORE, bool CAUSAL>
 cudaError_t kv_fa2bwd_mma_prepare(kv_fa2bwd_problem *pr, const char **why);
+/* The same for kval-wgmma (inst/fa2bwd_wgmma_d<D>.cu), which also encodes the problem's tensor
+ * maps. */
+template <int D, kv_dtype STORE, bool CAUSAL>
+cudaError_t kv_fa2bwd_wgmma_prepare(kv_fa2bwd_problem *pr, const char **why);
 
 /* Problem level (fa2bwd_dispatch.cu): kv_fa2bwd_prepare checks kv_fa2bwd_unsupported() and the
  * arguments and picks the instantiation; kv_fa2bwd_launch: one launch on `stream`, checked;

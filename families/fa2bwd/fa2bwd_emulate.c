@@ -1,4 +1,4 @@
-/* fa2bwd_emulate.c - the cpu backend's FlashAttention-2 backward: the kval-mma kernels'
+/* fa2bwd_emulate.c - the cpu backend's FlashAttention-2 backward (both variants): the kernels'
  * algorithm and precision model in fp32 (not bit-exact to the GPU: the order of the fp32 sums
  * inside a tensor-core step differs; the tolerance covers it). Per (batch, head):
  *  Forward (the GPU case runs the fa2 forward kernel once instead): S_ij = sum_d q k in fp32

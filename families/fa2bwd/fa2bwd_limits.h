@@ -6,7 +6,11 @@
  * keys of one (batch, head), walking the query blocks of KV_FA2BWD_BLOCK_M rows) and the dQ
  * kernel (one thread block per KV_FA2BWD_BLOCK_M query rows, walking the key blocks of
  * KV_FA2BWD_BLOCK_N keys). No atomics: every output element is written by one thread, its
- * sums taken in a fixed order, so dQ, dK and dV are bitwise identical run to run. */
+ * sums taken in a fixed order, so dQ, dK and dV are bitwise identical run to run.
+ * kval-wgmma (Hopper sm_90a: TMA and wgmma, fp32 accumulation) runs the same two passes with
+ * its own blocks: the dK/dV kernel KV_FA2BWD_WGMMA_KEYS keys a thread block, walking query
+ * blocks of KV_FA2BWD_WGMMA_QUERIES(d) rows; the dQ kernel KV_FA2BWD_WGMMA_ROWS query rows,
+ * walking key blocks of KV_FA2BWD_WGMMA_KEY_BLOCK(d) keys. Deterministic likewise. */
 #ifndef KVAL_FA2BWD_LIMITS_H
 #define KVAL_FA2BWD_LIMITS_H
 
@@ -16,19 +20,39 @@
 
 #define KV_FA2BWD_BLOCK_M(d) 64
 #define KV_FA2BWD_BLOCK_N(d) 64
+#define KV_FA2BWD_WGMMA_KEYS 128
+#define KV_FA2BWD_WGMMA_QUERIES(d) 64
+#define KV_FA2BWD_WGMMA_ROWS 128
+#define KV_FA2BWD_WGMMA_KEY_BLOCK(d) ((d) == 64 ? 128 : 64)
 
-enum kv_fa2bwd_variant { KV_FA2BWD_MMA = 0 };
+enum kv_fa2bwd_variant { KV_FA2BWD_MMA = 0, KV_FA2BWD_WGMMA = 1 };
 
 /* The variant of a deck name, -1 for an unknown one. */
 static inline int kv_fa2bwd_variant_of(const char *name) {
   if (name && strcmp(name, "kval-mma") == 0) return KV_FA2BWD_MMA;
+  if (name && strcmp(name, "kval-wgmma") == 0) return KV_FA2BWD_WGMMA;
   return -1;
+}
+
+/* The blocks of a variant's two passes: the query blocks the dK/dV pass walks and the query
+ * rows a dQ block owns (*query_blocks[0], [1]); the keys a dK/dV block owns and the key blocks
+ * the dQ pass walks (*key_blocks[0], [1]). */
+static inline void kv_fa2bwd_blocks(int variant, long long headdim, long long query_blocks[2], long long key_blocks[2]) {
+  if (variant == KV_FA2BWD_WGMMA) {
+    query_blocks[0] = KV_FA2BWD_WGMMA_QUERIES(headdim);
+    query_blocks[1] = KV_FA2BWD_WGMMA_ROWS;
+    key_blocks[0] = KV_FA2BWD_WGMMA_KEYS;
+    key_blocks[1] = KV_FA2BWD_WGMMA_KEY_BLOCK(headdim);
+  } else {
+    query_blocks[0] = query_blocks[1] = KV_FA2BWD_BLOCK_M(headdim);
+    key_blocks[0] = key_blocks[1] = KV_FA2BWD_BLOCK_N(headdim);
+  }
 }
 
 /* NULL when the variant has a kernel for this head dim and precision, else why not (the
  * precision itself is assumed valid: kv_precision_invalid_reason). */
 static inline const char *kv_fa2bwd_unsupported(int variant, long long headdim, kv_precision p) {
-  if (variant != KV_FA2BWD_MMA) return "fa2bwd: unknown variant";
+  if (variant != KV_FA2BWD_MMA && variant != KV_FA2BWD_WGMMA) return "fa2bwd: unknown variant";
   if (p.storage != KV_FP16 && p.storage != KV_BF16) return "fa2bwd: storage must be fp16 or bf16";
   if (p.accum != KV_FP32) return "fa2bwd: fp32 accumulation only";
   if (headdim != 64 && headdim != 128) return "fa2bwd: headdim must be 64 or 128";

@@ -1,7 +1,8 @@
 #!/bin/bash
 # device_check.sh - build kval on the GPU machine and run the fa2bwd family: its test deck,
-# the fa2bwd sections of DECK (default: inputs/default.deck), and PyTorch's SDPA backward at
-# that deck's main shapes (TOKENS tokens of 16 heads, each SEQLEN); a table of every case last.
+# compute-sanitizer (memcheck, racecheck, synccheck) over its sanitize deck, the fa2bwd sections
+# of DECK (default: inputs/default.deck), and PyTorch's SDPA backward at that deck's main shapes
+# (TOKENS tokens of 16 heads, each SEQLEN); a table of every case last.
 # OUT: the folder for logs.
 #   bash families/fa2bwd/bench/device_check.sh [DECK [TOKENS SEQLEN...]]
 #   bash families/fa2bwd/bench/device_check.sh inputs/attention.deck 32768 512 1024 2048 4096 8192 16384
@@ -26,13 +27,18 @@ for r in csv.DictReader(open(sys.argv[1])):
     if r["family"] != "fa2bwd":
         continue
     tf = r.get("tflops") or ""
-    print(f'{r["status"]:<16} {r["precision"]} d={r["headdim"]:>3} L={r["seqlen"]:>5} c={r["causal"]} b={r["batch"]} '
+    print(f'{r["status"]:<16} {r["variant"]:<10} {r["precision"]} d={r["headdim"]:>3} L={r["seqlen"]:>5} c={r["causal"]} b={r["batch"]} '
           f'{r["dist"]:<12} bound={float(r["max_bound_ratio"] or "nan"):.3g} xref={r["ref_xcheck"]} '
           f'tflops={tf} regs={r["registers"]} {r["message"][:90]}')
 P
 }
 timeout 200 "$K" --backend cuda --only fa2bwd families/fa2bwd/test.deck -o "$OUT/test.h5" > "$OUT/test.log" 2>&1
 echo "test.deck rc=$?"; tail -n 3 "$OUT/test.log"; dump "$OUT/test.h5"
+for tool in memcheck racecheck synccheck; do
+  KVAL_SKIP_CEILINGS=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 "$K" --backend cuda --only fa2bwd \
+    families/fa2bwd/sanitize.deck -o "$OUT/sanitize_$tool.h5" > "$OUT/sanitize_$tool.log" 2>&1
+  echo "compute-sanitizer $tool on sanitize.deck rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_$tool.log" | tail -n 1)"
+done
 name=$(basename "$deck" .deck)
 timeout 300 "$K" --backend cuda --only fa2bwd "$deck" -o "$OUT/$name.h5" > "$OUT/$name.log" 2>&1
 echo "$deck rc=$?"; tail -n 3 "$OUT/$name.log"; dump "$OUT/$name.h5"
