@@ -116,6 +116,29 @@ __device__ __forceinline__ void load_tile(unsigned char *dst, int rows, const CU
     for (int r = 0; r < rows; r += 64) ptx::tma_load_4d(dst + c * rows * 128 + r * 128, map, bar, 64 * c, h, row0 + r, b);
 }
 
+/* The producer's one thread, in both kernels: the CTA's two resident tiles (ROWS rows from row0
+ * of maps r0 and r1 into res0 and res1, completing on `once`), then the two tiles of the blocks
+ * first .. first + count - 1 (BROWS rows each, of maps s0 and s1) into stage j % ST of the ring
+ * for the block's j-th load, refilling a stage only after its consumers released it. */
+template <int D, int ST, int ROWS, int BROWS>
+__device__ __forceinline__ void produce(uint64_t *once, unsigned char *res0, unsigned char *res1, const CUtensorMap *r0,
+                                        const CUtensorMap *r1, int row0, unsigned char *stages, const CUtensorMap *s0,
+                                        const CUtensorMap *s1, int first, int count, uint64_t *full, uint64_t *empty,
+                                        int h, int b) {
+  constexpr int kTileBytes = BROWS * D * 2;
+  ptx::mbarrier_arrive_expect_tx(once, 2 * ROWS * D * 2);
+  load_tile<D>(res0, ROWS, r0, once, h, row0, b);
+  load_tile<D>(res1, ROWS, r1, once, h, row0, b);
+  for (int j = 0; j < count; ++j) {
+    const int s = j % ST, row = (first + j) * BROWS;
+    unsigned char *tile = stages + s * 2 * kTileBytes;
+    if (j >= ST) ptx::mbarrier_wait_parity(&empty[s], ((j / ST) & 1) ^ 1);
+    ptx::mbarrier_arrive_expect_tx(&full[s], 2 * kTileBytes);
+    load_tile<D>(tile, BROWS, s0, &full[s], h, row, b);
+    load_tile<D>(tile + kTileBytes, BROWS, s1, &full[s], h, row, b);
+  }
+}
+
 /* The warpgroup's 64 rows (from row `wrow` of a tile of `rows` rows at tile) of fp32
  * accumulators acc times `factor`, rounded to T, written swizzled into those rows of the tile
  * and stored by TMA to rows row0.. of the tensor (rows past seqlen clipped). */
@@ -212,19 +235,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if (threadIdx.x == 0) {
-      ptx::mbarrier_arrive_expect_tx(full_kv, 2 * Tr::kKvTileBytes);
-      load_tile<D>(sk, BN, &map_k, full_kv, h, n0, b);
-      load_tile<D>(sv, BN, &map_v, full_kv, h, n0, b);
-      for (int m = m_begin; m < m_end; ++m) {
-        const int i = m - m_begin, s = i % ST;
-        unsigned char *sq = stages + s * Tr::kDkdvStageBytes;
-        if (i >= ST) ptx::mbarrier_wait_parity(&empty[s], ((i / ST) & 1) ^ 1);
-        ptx::mbarrier_arrive_expect_tx(&full[s], 2 * Tr::kQTileBytes);
-        load_tile<D>(sq, BQ, &map_q, &full[s], h, m * BQ, b);
-        load_tile<D>(sq + Tr::kQTileBytes, BQ, &map_do, &full[s], h, m * BQ, b);
-      }
-    }
+    if (threadIdx.x == 0)
+      produce<D, ST, BN, BQ>(full_kv, sk, sv, &map_k, &map_v, n0, stages, &map_q, &map_do, m_begin, m_end - m_begin,
+                             full, empty, h, b);
     return;
   }
 
@@ -357,19 +370,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if (threadIdx.x == 0) {
-      ptx::mbarrier_arrive_expect_tx(full_q, 2 * Tr::kRowTileBytes);
-      load_tile<D>(sq, BM, &map_q, full_q, h, m0, b);
-      load_tile<D>(sdo, BM, &map_do, full_q, h, m0, b);
-      for (int n = 0; n < n_end; ++n) {
-        const int s = n % ST;
-        unsigned char *tk = stages + s * Tr::kDqStageBytes;
-        if (n >= ST) ptx::mbarrier_wait_parity(&empty[s], ((n / ST) & 1) ^ 1);
-        ptx::mbarrier_arrive_expect_tx(&full[s], 2 * Tr::kKeyTileBytes);
-        load_tile<D>(tk, BK, &map_k, &full[s], h, n * BK, b);
-        load_tile<D>(tk + Tr::kKeyTileBytes, BK, &map_v, &full[s], h, n * BK, b);
-      }
-    }
+    if (threadIdx.x == 0)
+      produce<D, ST, BM, BK>(full_q, sq, sdo, &map_q, &map_do, m0, stages, &map_k, &map_v, 0, n_end, full, empty, h, b);
     return;
   }
 
