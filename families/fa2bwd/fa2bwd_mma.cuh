@@ -510,6 +510,16 @@ long long dsum_blocks(const kv_fa2bwd_args &a) {
   return (rows + Tr::kDsumRowsPerBlock - 1) / Tr::kDsumRowsPerBlock;
 }
 
+/* The launch limits of the grids both variants share (kval-wgmma runs this D kernel too):
+ * batch x heads in gridDim.y, the D kernel's blocks in gridDim.x; nullptr where they hold. */
+template <class Tr>
+const char *grid_refusal(const kv_fa2bwd_args &a) {
+  if (static_cast<long long>(a.batch) * a.heads > 65535)
+    return "fa2bwd kernel: batch x heads exceeds 65535 (the grid's y dimension)";
+  if (dsum_blocks<Tr>(a) > INT_MAX) return "fa2bwd kernel: too many rows for the D kernel's grid (blocks > 2^31 - 1)";
+  return nullptr;
+}
+
 template <class Tr, kv_dtype STORE, bool CAUSAL>
 cudaError_t launch(const kv_fa2bwd_problem &pr, cudaStream_t stream) {
   const kv_fa2bwd_args &a = pr.a;
@@ -537,15 +547,7 @@ cudaError_t info(kv_kernel_resources *out) {
  * launch and info set. */
 template <class Tr, kv_dtype STORE, bool CAUSAL>
 cudaError_t prepare(kv_fa2bwd_problem *pr, const char **why) {
-  const kv_fa2bwd_args &a = pr->a;
-  if (static_cast<long long>(a.batch) * a.heads > 65535) {
-    *why = "fa2bwd kval-mma: batch x heads exceeds 65535 (the grid's y dimension)";
-    return cudaErrorInvalidValue;
-  }
-  if (dsum_blocks<Tr>(a) > INT_MAX) {
-    *why = "fa2bwd kval-mma: too many rows for the D kernel's grid (blocks > 2^31 - 1)";
-    return cudaErrorInvalidValue;
-  }
+  if ((*why = grid_refusal<Tr>(pr->a))) return cudaErrorInvalidValue;
   cudaError_t e = cudaSuccess;
   if (Tr::kDkdvSmemBytes > 48 * 1024)
     e = cudaFuncSetAttribute(fa2bwd_dkdv_kernel<Tr, STORE, CAUSAL>, cudaFuncAttributeMaxDynamicSharedMemorySize,

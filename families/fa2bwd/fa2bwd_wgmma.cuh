@@ -481,14 +481,7 @@ cudaError_t prepare(kv_fa2bwd_problem *pr, const char **why) {
   const kv_fa2bwd_args &a = pr->a;
   pr->launch = launch<Tr, STORE, CAUSAL>;
   pr->info = info<Tr, STORE, CAUSAL>;
-  if (static_cast<long long>(a.batch) * a.heads > 65535) {
-    *why = "fa2bwd kval-wgmma: batch x heads exceeds 65535 (the grid's y dimension)";
-    return cudaErrorInvalidValue;
-  }
-  if (kv_fa2bwd::dsum_blocks<Mma>(a) > INT_MAX) {
-    *why = "fa2bwd kval-wgmma: too many rows for the D kernel's grid (blocks > 2^31 - 1)";
-    return cudaErrorInvalidValue;
-  }
+  if ((*why = kv_fa2bwd::grid_refusal<Mma>(a))) return cudaErrorInvalidValue;
   if (a.batch == 0 || a.seqlen == 0) return cudaSuccess;
   const void *base[MAP_COUNT] = {a.q, a.k, a.v, a.dout, a.dq, a.dk, a.dv};
   cudaError_t e = cudaSuccess;
