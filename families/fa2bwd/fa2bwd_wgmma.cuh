@@ -189,15 +189,19 @@ __device__ __forceinline__ void init_barriers(uint64_t *once, uint64_t *full, ui
 }
 
 /* The (block, batch x head) a CTA owns. The hardware starts CTAs in linear order (x fastest); with
- * the causal mask the blocks' work differs, so there the linear order walks every head's first
- * block (`block` 0: the most work), then every head's second, ... and a wave's last CTAs are
- * the light ones. */
+ * the causal mask the blocks' work differs, so there the linear order walks groups of heads of
+ * about 128 CTAs (a wave), and within a group every head's first block (`block` 0: the most
+ * work), then every head's second, ...: a wave's last CTAs are the light ones, and the CTAs
+ * that run together share their heads' Q and dO (K and V) blocks in L2. */
 template <bool CAUSAL>
 __device__ __forceinline__ void tile_of(int &block, int &bh) {
   if (CAUSAL) {
     const unsigned lin = blockIdx.x + gridDim.x * blockIdx.y;
-    block = static_cast<int>(lin / gridDim.y);
-    bh = static_cast<int>(lin % gridDim.y);
+    const unsigned group = max(1u, 128u / gridDim.x), per_group = group * gridDim.x;
+    const unsigned g0 = lin / per_group * group, within = lin % per_group;
+    const unsigned heads = min(group, gridDim.y - g0);
+    block = static_cast<int>(within / heads);
+    bh = static_cast<int>(g0 + within % heads);
   } else {
     block = static_cast<int>(blockIdx.x);
     bh = static_cast<int>(blockIdx.y);
