@@ -29,8 +29,8 @@
  *   Epilogues: dK, dQ times scale in fp32; every gradient rounded once to the storage type
  *   (round to nearest even), staged 128-byte swizzled in the warpgroup's own rows of the K, V or
  *   Q tile and stored by TMA.
- * Causal CTAs start in order of work (tile_of): every head's heaviest block, then every head's
- * next one, ... Deterministic: no atomics, every output element is written by one thread, every
+ * Causal CTAs start by groups of heads of about a wave, in order of work within a group
+ * (tile_of). Deterministic: no atomics, every output element is written by one thread, every
  * sum is taken in a fixed order (wgmma's k16 steps in ascending order, blocks in ascending
  * order). */
 #ifndef KVAL_FA2BWD_WGMMA_CUH
