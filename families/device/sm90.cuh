@@ -122,6 +122,31 @@ template <int N> __device__ __forceinline__ void bulk_wait_group_read() {
 template <int N> __device__ __forceinline__ void bulk_wait_group() {
   asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
 }
+/* ---- bulk copies of contiguous bytes, shared memory to global, bulk-group completion:
+ * a plain copy and an fp32 element-wise add (the adds of one copy performed atomically in L2,
+ * in no order among themselves). bytes: a multiple of 16, both addresses 16-byte aligned. */
+__device__ __forceinline__ void bulk_store(void *dst, const void *src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(reinterpret_cast<uint64_t>(dst)),
+               "r"(smem_addr(src)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_reduce_add_f32(float *dst, const void *src, uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;" ::"l"(
+                   reinterpret_cast<uint64_t>(dst)),
+               "r"(smem_addr(src)), "r"(bytes)
+               : "memory");
+}
+/* Order this thread's generic-proxy global accesses with its async-proxy (bulk) ones. */
+__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
+/* A flag in global memory read with acquire and bumped with release semantics, GPU scope. */
+__device__ __forceinline__ int ld_acquire_gpu(const int *p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void red_release_gpu_add(int *p, int v) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 /* Order this thread's ordinary shared-memory writes before later async-proxy (TMA) reads. */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 /* Barrier among `threads` threads (a warpgroup) on hardware barrier `id` (1..15). */
@@ -189,9 +214,13 @@ __device__ __forceinline__ void reg_fence(uint32_t &r) { asm volatile("" : "+r"(
 template <class T, int N, int TA, int TB>
 __device__ __forceinline__ void wgmma_m64nNk16_f32(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b,
                                                    int accumulate) {
-  static_assert(N == 256 || N == 128 || N == 64, "wgmma m64nNk16 wrappers: N = 256, 128, 64");
+  static_assert(N == 256 || N == 128 || N == 64 || N == 32, "wgmma m64nNk16 wrappers: N = 256, 128, 64, 32");
   constexpr bool H = std::is_same<T, __half>::value;
-  if constexpr (N == 256 && H)
+  if constexpr (N == 32 && H)
+    asm volatile(KV_WG_SS("m64n32k16.f32.f16.f16", KV_WG_REGS16, 16, 17, 18, 19, 20) : KV_WG_F16(0) : KV_WG_SS_IN);
+  else if constexpr (N == 32)
+    asm volatile(KV_WG_SS("m64n32k16.f32.bf16.bf16", KV_WG_REGS16, 16, 17, 18, 19, 20) : KV_WG_F16(0) : KV_WG_SS_IN);
+  else if constexpr (N == 256 && H)
     asm volatile(KV_WG_SS("m64n256k16.f32.f16.f16", KV_WG_REGS128, 128, 129, 130, 131, 132) : KV_WG_F128 : KV_WG_SS_IN);
   else if constexpr (N == 256)
     asm volatile(KV_WG_SS("m64n256k16.f32.bf16.bf16", KV_WG_REGS128, 128, 129, 130, 131, 132) : KV_WG_F128 : KV_WG_SS_IN);

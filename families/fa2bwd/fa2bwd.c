@@ -8,7 +8,8 @@
  *
  * FLOPs: the FlashAttention convention for the backward, 2.5 times the forward's 4 d per
  * visible pair (five matrix products: S, dP, dV, dK, dQ; causal self-attention counts half the
- * pairs). Both variants' kernels recompute S and dP in the dQ pass; that work is not counted.
+ * pairs). The two-pass variants' kernels recompute S and dP in the dQ pass; that work is not
+ * counted.
  * Reduction length of the tolerance: max(seqlen, headdim), the longest of the sums. */
 #include <math.h>
 #include <string.h>
@@ -22,14 +23,14 @@
 #define FA2BWD_LOG2E 1.4426950408889634074
 
 static const char *const fa2bwd_dists[] = {"normal", "uniform", "large_logits", NULL};
-static const char *const fa2bwd_variants[] = {"kval-wgmma", "kval-mma", NULL};
+static const char *const fa2bwd_variants[] = {"kval-wgmma", "kval-wgmma-fused", "kval-mma", NULL};
 /* dqkv's three gradients, each batch x seqlen x heads rows (fa2bwd_tensors) */
 static const char *const fa2bwd_parts[] = {"dq", "dk", "dv", NULL};
 
 static const kv_axis_desc fa2bwd_axes[] = {
-    {"variant", KV_AXIS_STR, "kval-wgmma kval-mma", fa2bwd_variants, 0, 0,
-     "kernel: kval-wgmma (Hopper wgmma + TMA) or kval-mma (mma.sync); both deterministic: dK/dV pass and dQ pass, "
-     "no atomics"},
+    {"variant", KV_AXIS_STR, "kval-wgmma kval-wgmma-fused kval-mma", fa2bwd_variants, 0, 0,
+     "kernel: kval-wgmma (Hopper wgmma + TMA: dK/dV pass and dQ pass), kval-wgmma-fused (one pass, dQ's shares "
+     "added in a fixed order) or kval-mma (mma.sync, two passes); all deterministic"},
     {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0, "storage:accumulator type pair"},
     {"headdim", KV_AXIS_INT, "64 128", NULL, 64, 128, "head dimension (kernels: 64, 128)"},
     {"seqlen", KV_AXIS_INT, "512 1024 2048", NULL, 1, 1048576, "sequence length (queries and keys)"},

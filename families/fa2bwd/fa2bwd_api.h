@@ -27,13 +27,18 @@ struct kv_fa2bwd_args {
   const float *lse;
   float *dsum;
   void *dq, *dk, *dv;
+  /* kval-wgmma's workspace (kv_fa2bwd_wgmma_workspace): dQ's fp32 partial sums and one
+   * counter per query block of a (batch, head) that orders their adds */
+  float *dq_accum;
+  int *dq_sem;
   int batch, heads, seqlen;
   float scale;      /* softmax scale in fp32 (dQ = scale dS K, dK = scale dS^T Q) */
   float scale_log2; /* softmax scale * log2(e) in fp32: P = exp2(S * scale_log2 - lse * log2(e)) */
 };
 
-/* A prepared problem: one launch runs the three kernels (D, dK/dV, dQ) on one stream. A plain
- * value: a copy launches the same kernels on the same tensors. */
+/* A prepared problem: one launch runs its kernels on one stream (D, dK/dV, dQ; kval-wgmma-fused:
+ * D, the fused kernel, dQ from the workspace). A plain value: a copy launches the same kernels
+ * on the same tensors. */
 #define KV_FA2BWD_MAPS 7
 struct kv_fa2bwd_problem {
   kv_fa2bwd_args a;
@@ -49,8 +54,8 @@ struct kv_fa2bwd_problem {
  * pr->info; a problem the kernels refuse: cudaErrorInvalidValue with *why a static reason. */
 template <int D, kv_dtype STORE, bool CAUSAL>
 cudaError_t kv_fa2bwd_mma_prepare(kv_fa2bwd_problem *pr, const char **why);
-/* The same for kval-wgmma (inst/fa2bwd_wgmma_d<D>.cu), which also encodes the problem's tensor
- * maps. */
+/* The same for kval-wgmma and kval-wgmma-fused (pr->variant; inst/fa2bwd_wgmma_d<D>.cu), which
+ * also encodes the problem's tensor maps. */
 template <int D, kv_dtype STORE, bool CAUSAL>
 cudaError_t kv_fa2bwd_wgmma_prepare(kv_fa2bwd_problem *pr, const char **why);
 
@@ -81,13 +86,14 @@ kv_status kv_fa2bwd_gpu_reference(const kv_fa2bwd_ref_args &r, cudaStream_t stre
 
 /* The problem object of kv_cuda_fa2bwd (fa2bwd_cuda.cu): the forward problem that computes o
  * and lse once at prepare (kval-mma of the fa2 family), the prepared backward problem, the
- * reference's arguments, and the buffers the case owns (o, lse, dsum). */
+ * reference's arguments, and the buffers the case owns (o, lse, dsum, the dQ workspace). */
 struct kv_fa2bwd_case {
   kv_fa2_problem fwd;
   kv_fa2bwd_problem kernel;
   kv_fa2bwd_ref_args ref;
   void *d_o;
-  float *d_lse, *d_dsum;
+  float *d_lse, *d_dsum, *d_dq_accum;
+  int *d_dq_sem;
 };
 
 #endif

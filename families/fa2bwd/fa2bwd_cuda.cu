@@ -18,6 +18,8 @@ static void fa2bwd_release(void *problem) {
   if (f->d_o) (void)CHECK_CUDA(cudaFree(f->d_o));
   if (f->d_lse) (void)CHECK_CUDA(cudaFree(f->d_lse));
   if (f->d_dsum) (void)CHECK_CUDA(cudaFree(f->d_dsum));
+  if (f->d_dq_accum) (void)CHECK_CUDA(cudaFree(f->d_dq_accum));
+  if (f->d_dq_sem) (void)CHECK_CUDA(cudaFree(f->d_dq_sem));
   delete f;
 }
 
@@ -49,11 +51,15 @@ static kv_status fa2bwd_prepare(const kv_case *c, void *const *d_in, void *const
     return KV_ERR;
   }
   const size_t tokens = static_cast<size_t>(d.batch * d.seqlen * d.heads), n = tokens * static_cast<size_t>(d.headdim);
+  long long accum_bytes, sem_bytes;
+  kv_fa2bwd_workspace(d.variant, d.batch, d.heads, d.seqlen, d.headdim, &accum_bytes, &sem_bytes);
   kv_fa2bwd_case *f = new (std::nothrow) kv_fa2bwd_case();
   KV_TRY(CHECK_ALLOC(f));
   if (CHECK_CUDA(cudaMalloc(&f->d_o, n * kv_dtype_size(c->prec.storage))) != KV_OK ||
       CHECK_CUDA(cudaMalloc(&f->d_lse, tokens * sizeof(float))) != KV_OK ||
       CHECK_CUDA(cudaMalloc(&f->d_dsum, tokens * sizeof(float))) != KV_OK ||
+      (accum_bytes > 0 && CHECK_CUDA(cudaMalloc(&f->d_dq_accum, static_cast<size_t>(accum_bytes))) != KV_OK) ||
+      (sem_bytes > 0 && CHECK_CUDA(cudaMalloc(&f->d_dq_sem, static_cast<size_t>(sem_bytes))) != KV_OK) ||
       run_forward(d, c->prec, d_in, f, why) != KV_OK) {
     fa2bwd_release(f);
     return KV_ERR;
@@ -70,6 +76,8 @@ static kv_status fa2bwd_prepare(const kv_case *c, void *const *d_in, void *const
   a.dq = d_out[0];
   a.dk = static_cast<char *>(d_out[0]) + part;
   a.dv = static_cast<char *>(d_out[0]) + 2 * part;
+  a.dq_accum = f->d_dq_accum;
+  a.dq_sem = f->d_dq_sem;
   a.batch = static_cast<int>(d.batch);
   a.heads = static_cast<int>(d.heads);
   a.seqlen = static_cast<int>(d.seqlen);

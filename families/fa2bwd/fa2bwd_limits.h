@@ -10,7 +10,10 @@
  * kval-wgmma (Hopper sm_90a: TMA and wgmma, fp32 accumulation) runs the same two passes with
  * its own blocks: the dK/dV kernel KV_FA2BWD_WGMMA_KEYS keys a thread block, walking query
  * blocks of KV_FA2BWD_WGMMA_QUERIES(d) rows; the dQ kernel KV_FA2BWD_WGMMA_ROWS query rows,
- * walking key blocks of KV_FA2BWD_WGMMA_KEY_BLOCK(d) keys. Deterministic likewise. */
+ * walking key blocks of KV_FA2BWD_WGMMA_KEY_BLOCK(d) keys. Deterministic likewise.
+ * kval-wgmma-fused runs one pass after D: the dK/dV kernel's blocks, each also adding its share
+ * of dQ into an fp32 workspace (kv_fa2bwd_workspace) in a fixed order of key blocks, then dQ
+ * from the workspace. Deterministic likewise (no data-dependent order of adds). */
 #ifndef KVAL_FA2BWD_LIMITS_H
 #define KVAL_FA2BWD_LIMITS_H
 
@@ -25,20 +28,24 @@
 #define KV_FA2BWD_WGMMA_ROWS 128
 #define KV_FA2BWD_WGMMA_KEY_BLOCK(d) ((d) == 64 ? 128 : 64)
 
-enum kv_fa2bwd_variant { KV_FA2BWD_MMA = 0, KV_FA2BWD_WGMMA = 1 };
+enum kv_fa2bwd_variant { KV_FA2BWD_MMA = 0, KV_FA2BWD_WGMMA = 1, KV_FA2BWD_WGMMA_FUSED = 2 };
 
 /* The variant of a deck name, -1 for an unknown one. */
 static inline int kv_fa2bwd_variant_of(const char *name) {
   if (name && strcmp(name, "kval-mma") == 0) return KV_FA2BWD_MMA;
   if (name && strcmp(name, "kval-wgmma") == 0) return KV_FA2BWD_WGMMA;
+  if (name && strcmp(name, "kval-wgmma-fused") == 0) return KV_FA2BWD_WGMMA_FUSED;
   return -1;
 }
 
 /* The blocks of a variant's two passes: the query blocks the dK/dV pass walks and the query
  * rows a dQ block owns (*query_blocks[0], [1]); the keys a dK/dV block owns and the key blocks
- * the dQ pass walks (*key_blocks[0], [1]). */
+ * the dQ pass walks (*key_blocks[0], [1]); kval-wgmma-fused's one pass both times. */
 static inline void kv_fa2bwd_blocks(int variant, long long headdim, long long query_blocks[2], long long key_blocks[2]) {
-  if (variant == KV_FA2BWD_WGMMA) {
+  if (variant == KV_FA2BWD_WGMMA_FUSED) {
+    query_blocks[0] = query_blocks[1] = KV_FA2BWD_WGMMA_QUERIES(headdim);
+    key_blocks[0] = key_blocks[1] = KV_FA2BWD_WGMMA_KEYS;
+  } else if (variant == KV_FA2BWD_WGMMA) {
     query_blocks[0] = KV_FA2BWD_WGMMA_QUERIES(headdim);
     query_blocks[1] = KV_FA2BWD_WGMMA_ROWS;
     key_blocks[0] = KV_FA2BWD_WGMMA_KEYS;
@@ -49,10 +56,22 @@ static inline void kv_fa2bwd_blocks(int variant, long long headdim, long long qu
   }
 }
 
+/* The device workspace of a problem (bytes): kval-wgmma-fused's kernel adds each key block's
+ * share of dQ into an fp32 buffer of whole query blocks (accum) in an order that a counter per
+ * query block of each (batch, head) enforces (sems); kval-mma needs none. */
+static inline void kv_fa2bwd_workspace(int variant, long long batch, long long heads, long long seqlen,
+                                       long long headdim, long long *accum_bytes, long long *sem_bytes) {
+  const long long blocks = batch * heads * ((seqlen + KV_FA2BWD_WGMMA_QUERIES(headdim) - 1) /
+                                            KV_FA2BWD_WGMMA_QUERIES(headdim));
+  *accum_bytes = variant == KV_FA2BWD_WGMMA_FUSED ? blocks * KV_FA2BWD_WGMMA_QUERIES(headdim) * headdim * 4 : 0;
+  *sem_bytes = variant == KV_FA2BWD_WGMMA_FUSED ? blocks * 4 : 0;
+}
+
 /* NULL when the variant has a kernel for this head dim and precision, else why not (the
  * precision itself is assumed valid: kv_precision_invalid_reason). */
 static inline const char *kv_fa2bwd_unsupported(int variant, long long headdim, kv_precision p) {
-  if (variant != KV_FA2BWD_MMA && variant != KV_FA2BWD_WGMMA) return "fa2bwd: unknown variant";
+  if (variant != KV_FA2BWD_MMA && variant != KV_FA2BWD_WGMMA && variant != KV_FA2BWD_WGMMA_FUSED)
+    return "fa2bwd: unknown variant";
   if (p.storage != KV_FP16 && p.storage != KV_BF16) return "fa2bwd: storage must be fp16 or bf16";
   if (p.accum != KV_FP32) return "fa2bwd: fp32 accumulation only";
   if (headdim != 64 && headdim != 128) return "fa2bwd: headdim must be 64 or 128";

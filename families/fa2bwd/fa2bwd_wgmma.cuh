@@ -39,6 +39,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "families/device/sm80.cuh"
@@ -77,6 +78,17 @@ __device__ __forceinline__ void gemm_rs(float (&d)[D / 2], const uint32_t (&a)[K
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
     ptx::wgmma_m64nNk16_rs_f32<T, D, 1>(d, a[kk], ptx::wgmma_desc(b_base + kk * 16 * 128, K * 128, 1024), 1);
+}
+
+/* d = A B: A the 64 x K tile at a_base read M-major (K rows of 128 bytes, 64 rows of A across
+ * each), B the K rows at b_base read N-major, N columns of a chunk of a tile of b_rows rows
+ * (k-step kk = 16 rows of 128 bytes further in both). */
+template <class T, int N, int K>
+__device__ __forceinline__ void gemm_tt(float (&d)[N / 2], uint32_t a_base, uint32_t b_base, int b_rows) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk)
+    ptx::wgmma_m64nNk16_f32<T, N, 1, 1>(d, ptx::wgmma_desc(a_base + kk * 16 * 128, K * 128, 1024),
+                                        ptx::wgmma_desc(b_base + kk * 16 * 128, b_rows * 128, 1024), kk > 0);
 }
 
 /* The fp32 accumulators of an m64nN tile as the A fragments of k16 steps along N (rounded to
@@ -208,8 +220,67 @@ __device__ __forceinline__ void tile_of(int &block, int &bh) {
   }
 }
 
-/* ---- the dK/dV kernel: 128 keys a CTA, walking the query blocks ---- */
-template <class Tr, kv_dtype STORE, bool CAUSAL>
+/* ---- the dK/dV kernel: 128 keys a CTA, walking the query blocks; fused: dQ's shares too ---- */
+
+/* The last key block that sees query block m (of nkb key blocks). */
+template <int BQ, int BN, bool CAUSAL>
+__device__ __forceinline__ int last_key_block(int m, int nkb) {
+  return CAUSAL ? min(nkb - 1, (m * BQ + BQ - 1) / BN) : nkb - 1;
+}
+
+/* The fused kernel's dQ writers, two threads of the producer warpgroup: writer w takes the
+ * CTA's query blocks i = w, w + 2, ... (buffer w). For its block m a writer waits until the
+ * consumers have put the block's dQ partial sums into the buffer, then until m's counter says
+ * that every key block after this one has added its share (the order is descending: the last
+ * key block that sees m adds first); then it copies (the first) or adds (cp.reduce.async.bulk)
+ * the buffer into m's rows of dq_accum, waits until that has completed, bumps the counter and
+ * frees the buffer. Every element of dq_accum receives its sums in one fixed order: dQ is
+ * bitwise the same run to run. */
+template <int D, int BQ, int BN, bool CAUSAL>
+__device__ __forceinline__ void write_dq(const unsigned char *parts, uint64_t *dq_full, uint64_t *dq_empty,
+                                         const kv_fa2bwd_args &a, int kb, int bh, int m_begin, int m_end, int w) {
+  constexpr uint32_t kBytes = BQ * D * 4;
+  const int nkb = (a.seqlen + BN - 1) / BN, nmb = (a.seqlen + BQ - 1) / BQ;
+  for (int m = m_begin + w; m < m_end; m += 2) {
+    const int i = m - m_begin, rank = last_key_block<BQ, BN, CAUSAL>(m, nkb) - kb;
+    int *sem = a.dq_sem + static_cast<long long>(bh) * nmb + m;
+    float *dst = a.dq_accum + (static_cast<long long>(bh) * nmb + m) * (BQ * D);
+    ptx::mbarrier_wait_parity(&dq_full[w], (i / 2) & 1);
+    while (ptx::ld_acquire_gpu(sem) != rank) __nanosleep(40);
+    ptx::fence_proxy_async_global();
+    if (rank == 0)
+      ptx::bulk_store(dst, parts + w * kBytes, kBytes);
+    else
+      ptx::bulk_reduce_add_f32(dst, parts + w * kBytes, kBytes);
+    ptx::bulk_commit_group();
+    ptx::bulk_wait_group<0>();
+    ptx::fence_proxy_async_global();
+    ptx::red_release_gpu_add(sem, 1);
+    ptx::mbarrier_arrive(&dq_empty[w]);
+  }
+}
+
+/* dS^T fragments (this warpgroup's 64 key rows from `row0`, BQ query columns) into the
+ * 128-byte swizzled tile at sds: key rows of BQ queries, the layout TMA would write. */
+template <int BQ>
+__device__ __forceinline__ void put_rows(unsigned char *sds, const uint32_t (&f)[BQ / 16][4], int row0) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+#pragma unroll
+  for (int kk = 0; kk < BQ / 16; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int row = row0 + g + 8 * (r & 1), jb = 2 * kk + (r >> 1);
+      *reinterpret_cast<uint32_t *>(sds + row * 128 + ((jb ^ (row % 8)) * 16) + t4 * 4) = f[kk][r];
+    }
+}
+
+/* FUSED (kval-wgmma-fused): the CTA also computes each query block's dQ share dS K over its
+ * 128 keys: both consumers write dS^T into a shared tile, consumer c multiplies it (read
+ * M-major: queries) by the K tile's columns c D/2 .. (read N-major) for a 64 x D/2 share in
+ * fp32, stored in accumulator order into a buffer that a writer thread adds into dq_accum
+ * (write_dq); a head's key blocks start in descending order, so that every key block a CTA
+ * waits for has started before it. */
+template <class Tr, kv_dtype STORE, bool CAUSAL, bool FUSED>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     fa2bwd_wgmma_dkdv_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                              const __grid_constant__ CUtensorMap map_v, const __grid_constant__ CUtensorMap map_do,
@@ -220,36 +291,48 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   using T = storage_t<STORE>;
   unsigned char *smem = aligned_smem();
   unsigned char *sk = smem, *sv = smem + Tr::kKvTileBytes, *stages = smem + Tr::kDkdvStagesOffset;
-  uint64_t *full_kv = reinterpret_cast<uint64_t *>(smem + Tr::kDkdvBarOffset);
-  uint64_t *full = full_kv + 1, *empty = full + ST;
+  unsigned char *sds = smem + Tr::kFusedDsOffset, *parts = smem + Tr::kFusedDqOffset;
+  uint64_t *full_kv = reinterpret_cast<uint64_t *>(smem + (FUSED ? Tr::kFusedBarOffset : Tr::kDkdvBarOffset));
+  uint64_t *full = full_kv + 1, *empty = full + ST, *dq_full = empty + ST, *dq_empty = dq_full + 2;
 
   const int L = a.seqlen, H = a.heads;
-  int kb, bh;
-  tile_of<CAUSAL>(kb, bh);
+  int order, bh;
+  tile_of<CAUSAL>(order, bh);
+  const int kb = FUSED ? static_cast<int>(gridDim.x) - 1 - order : order;
   const int n0 = kb * BN, h = bh % H, b = bh / H;
-  /* query blocks [m_begin, m_end); those before m_unmasked hold pairs above the causal
-   * diagonal, those from m_tail on rows past seqlen */
+  /* query blocks [m_begin, m_end); masked: those before m_unmasked (causal diagonal), those
+   * from m_tail on (rows past seqlen), every block of a key block that ends past seqlen */
   const int m_end = (L + BQ - 1) / BQ;
   const int m_begin = CAUSAL ? n0 / BQ : 0;
   const int m_unmasked = CAUSAL ? (n0 + BN - 1 + BQ - 1) / BQ : 0;
   const int m_tail = L / BQ;
+  const bool key_tail = n0 + BN > L;
 
+  if (FUSED && threadIdx.x == 0)
+    for (int i = 0; i < 2; ++i) {
+      ptx::mbarrier_init(&dq_full[i], 4 * Tr::kConsumers);
+      ptx::mbarrier_init(&dq_empty[i], 1);
+    }
   init_barriers<ST, Tr::kConsumers>(full_kv, full, empty, 1);
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
-    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+    ptx::setmaxnreg_dec<FUSED ? Tr::kFusedProducerRegs : Tr::kProducerRegs>();
     if (threadIdx.x == 0)
       produce<D, ST, BN, BQ>(full_kv, sk, sv, &map_k, &map_v, n0, stages, &map_q, &map_do, m_begin, m_end - m_begin,
                              full, empty, h, b);
+    else if (FUSED && (threadIdx.x == 32 || threadIdx.x == 64))
+      write_dq<D, BQ, BN, CAUSAL>(parts, dq_full, dq_empty, a, kb, bh, m_begin, m_end, threadIdx.x / 64);
     return;
   }
 
-  ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+  ptx::setmaxnreg_inc<FUSED ? Tr::kFusedConsumerRegs : Tr::kConsumerRegs>();
   const int cw = wg - 1, lt = threadIdx.x % 128, warp = lt / 32, lane = lt % 32, g = lane / 4, t4 = lane % 4;
   const int key0 = n0 + cw * 64 + warp * 16 + g; /* this lane's keys key0 and key0 + 8 */
   const float sl2 = a.scale_log2;
   const uint32_t k_base = ptx::smem_addr(sk) + cw * 64 * 128, v_base = ptx::smem_addr(sv) + cw * 64 * 128;
+  /* fused: dQ's share reads K's columns cw D/2 .. (d 128: chunk cw; d 64: 64 bytes into it) */
+  const uint32_t ds_base = ptx::smem_addr(sds), kq_base = ptx::smem_addr(sk) + (D == 128 ? cw * BN * 128 : cw * 64);
   /* this consumer's two buffers of {lse, D}: thread lt copies lse (lt < BQ) or D of query
    * row lt % BQ of a block (0 past seqlen: those pairs are masked) */
   const float *stats = reinterpret_cast<const float *>(smem + Tr::kDkdvStatsOffset) + cw * 2 * 2 * BQ;
@@ -291,7 +374,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     settle(st);
 
     /* accumulator j: key key0 + 8 ((j / 2) % 2), query m0 + 8 (j / 4) + 2 t4 + j % 2 */
-    const bool masked = m < m_unmasked || m >= m_tail;
+    const bool masked = m < m_unmasked || m >= m_tail || key_tail;
 #pragma unroll
     for (int jb = 0; jb < BQ / 8; ++jb) {
       const int c = 8 * jb + 2 * t4;
@@ -301,7 +384,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       for (int e = 0; e < 4; ++e) {
         const int j = 4 * jb + e, key = key0 + 8 * (e / 2), query = m0 + c + e % 2;
         float p = ex2(fmaf(st[j], sl2, neg_lse2[e % 2]));
-        if (masked && (query >= L || (CAUSAL && key > query))) p = 0.f;
+        if (masked && (query >= L || key >= L || (CAUSAL && key > query))) p = 0.f;
         st[j] = p;
       }
     }
@@ -328,22 +411,84 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     uint32_t dsf[BQ / 16][4];
     to_frags<T, BQ>(dpt, dsf);
     settle(dsf);
+    /* fused: dS^T into shared tile i % kDsBuffers; with one tile once the other consumer's last
+     * dQ product has read it (with two, its product of block i - 2 is done: it has passed the
+     * barrier below for block i - 1) */
+    const uint32_t dsq_base = ds_base + (i % Tr::kDsBuffers) * Tr::kDsBytes;
+    if (FUSED) {
+      if (Tr::kDsBuffers == 1) ptx::bar_sync(3, 256);
+      put_rows<BQ>(sds + (i % Tr::kDsBuffers) * Tr::kDsBytes, dsf, cw * 64 + warp * 16);
+      ptx::fence_proxy_async();
+      ptx::bar_sync(4, 256);
+    }
     settle(dk);
+
+    /* dV, dK (and dQ's share where the registers allow: kDqWithDkdv) in one group */
+    float dq[D / 4];
     ptx::wgmma_fence();
     if (!Tr::kOverlapDv) gemm_rs<T, D, BQ>(dv, pf, do_base);
     gemm_rs<T, D, BQ>(dk, dsf, q_base);
+    if constexpr (FUSED && Tr::kDqWithDkdv) gemm_tt<T, D / 2, BN>(dq, dsq_base, kq_base, BN);
     ptx::wgmma_commit_group();
     ptx::wgmma_wait_group<0>();
     settle(dv);
     settle(dk);
+    if constexpr (FUSED) {
+      if (!Tr::kDqWithDkdv) {
+        ptx::wgmma_fence();
+        gemm_tt<T, D / 2, BN>(dq, dsq_base, kq_base, BN);
+        ptx::wgmma_commit_group();
+        ptx::wgmma_wait_group<0>();
+      }
+      settle(dq);
+      /* this consumer's 64 x D/2 share in accumulator order (float4 j4 of thread lt at j4 x 128
+       * + lt) into buffer i % 2 once its writer is done with block i - 2 */
+      if (i >= 2) ptx::mbarrier_wait_parity(&dq_empty[i % 2], ((i / 2) & 1) ^ 1);
+      float4 *part = reinterpret_cast<float4 *>(parts + (i % 2) * Tr::kDqPartBytes) + cw * (D / 16) * 128 + lt;
+#pragma unroll
+      for (int j4 = 0; j4 < D / 16; ++j4)
+        part[j4 * 128] = make_float4(dq[4 * j4], dq[4 * j4 + 1], dq[4 * j4 + 2], dq[4 * j4 + 3]);
+      ptx::fence_proxy_async();
+      __syncwarp();
+      if (lane == 0) ptx::mbarrier_arrive(&dq_full[i % 2]);
+    }
     __syncwarp();
     if (lane == 0) ptx::mbarrier_arrive(&empty[s]);
   }
 
-  /* epilogue: dK * scale and dV, staged in this warpgroup's K and V rows */
+  /* epilogue: dK * scale and dV, staged in this warpgroup's K and V rows (fused: once the other
+   * consumer's last dQ product, which reads every K row, is done) */
+  if (FUSED) ptx::bar_sync(3, 256);
   store_rows<T, D>(dk, a.scale, sk, BN, cw * 64, &map_dk, h, n0 + cw * 64, b);
   store_rows<T, D>(dv, 1.f, sv, BN, cw * 64, &map_dv, h, n0 + cw * 64, b);
 #endif
+}
+
+/* dQ from dq_accum: each float4 of a query block's BQ x D sums (the fused kernel's consumer
+ * c, float4 j4, thread lt: rows 16 (lt / 32) + (lt % 32) / 4 and 8 more, columns c D/2 + 8 j4
+ * + 2 (lt % 4) and the next) times scale, rounded once to the storage type. */
+template <int D, int BQ, kv_dtype STORE>
+__global__ void __launch_bounds__(256) fa2bwd_dq_convert_kernel(const kv_fa2bwd_args a) {
+  using T = storage_t<STORE>;
+  constexpr int kVecs = BQ * D / 4, kPerConsumer = 128 * D / 16;
+  const int L = a.seqlen, H = a.heads, nmb = (L + BQ - 1) / BQ;
+  const long long total = static_cast<long long>(a.batch) * H * nmb * kVecs;
+  for (long long idx = blockIdx.x * 256ll + threadIdx.x; idx < total; idx += 256ll * gridDim.x) {
+    const long long blk = idx / kVecs;
+    const int within = static_cast<int>(idx % kVecs), c = within / kPerConsumer, j4 = within % kPerConsumer / 128,
+              lt = within % 128;
+    const int row = (lt / 32) * 16 + (lt % 32) / 4, col = c * (D / 2) + 8 * j4 + 2 * (lt % 4);
+    const int bh = static_cast<int>(blk / nmb), m = static_cast<int>(blk % nmb), b = bh / H, h = bh % H;
+    const float4 v = reinterpret_cast<const float4 *>(a.dq_accum)[idx];
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      const int q = m * BQ + row + 8 * hi;
+      if (q >= L) continue;
+      const uint32_t packed = ptx::cvt_rn_pair<T>((hi ? v.z : v.x) * a.scale, (hi ? v.w : v.y) * a.scale);
+      *reinterpret_cast<uint32_t *>(static_cast<T *>(a.dq) + ((static_cast<long long>(b) * L + q) * H + h) * D + col) =
+          packed;
+    }
+  }
 }
 
 /* ---- the dQ kernel: 128 query rows a CTA, walking the key blocks ---- */
@@ -448,53 +593,77 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
 /* ---- host side of one configuration: prepare once, launch many times ---- */
 
-template <class Tr, kv_dtype STORE, bool CAUSAL>
+/* One launch: the D kernel, then the two passes (the dK/dV kernel, the dQ kernel) or, FUSED, the
+ * counters cleared, the fused kernel and dQ from dq_accum. */
+template <class Tr, kv_dtype STORE, bool CAUSAL, bool FUSED>
 cudaError_t launch(const kv_fa2bwd_problem &pr, cudaStream_t stream) {
   using Mma = kv_fa2bwd_traits<Tr::kHeadDim>;
   const kv_fa2bwd_args &a = pr.a;
   const CUtensorMap *m = pr.maps;
   if (a.batch == 0 || a.seqlen == 0) return cudaSuccess;
   const unsigned heads_total = static_cast<unsigned>(a.batch) * static_cast<unsigned>(a.heads);
+  const long long query_blocks = static_cast<long long>(heads_total) * ((a.seqlen + Tr::kQueryRows - 1) / Tr::kQueryRows);
+  cudaError_t e = FUSED ? cudaMemsetAsync(a.dq_sem, 0, static_cast<size_t>(query_blocks) * sizeof(int), stream)
+                        : cudaSuccess;
+  if (e != cudaSuccess) return e;
   kv_fa2bwd::fa2bwd_dsum_kernel<Mma, STORE>
       <<<static_cast<unsigned>(kv_fa2bwd::dsum_blocks<Mma>(a)), Mma::kDsumThreads, 0, stream>>>(a);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return e;
-  const dim3 dkdv_grid((a.seqlen + Tr::kKeys - 1) / Tr::kKeys, heads_total);
-  fa2bwd_wgmma_dkdv_kernel<Tr, STORE, CAUSAL><<<dkdv_grid, Tr::kThreads, Tr::kDkdvSmemBytes, stream>>>(
-      m[MAP_Q], m[MAP_K], m[MAP_V], m[MAP_DO], m[MAP_DK], m[MAP_DV], a);
   e = cudaGetLastError();
   if (e != cudaSuccess) return e;
+  const dim3 dkdv_grid((a.seqlen + Tr::kKeys - 1) / Tr::kKeys, heads_total);
+  fa2bwd_wgmma_dkdv_kernel<Tr, STORE, CAUSAL, FUSED>
+      <<<dkdv_grid, Tr::kThreads, FUSED ? Tr::kFusedSmemBytes : Tr::kDkdvSmemBytes, stream>>>(
+          m[MAP_Q], m[MAP_K], m[MAP_V], m[MAP_DO], m[MAP_DK], m[MAP_DV], a);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  if (FUSED) {
+    const long long vecs = query_blocks * Tr::kQueryRows * Tr::kHeadDim / 4;
+    fa2bwd_dq_convert_kernel<Tr::kHeadDim, Tr::kQueryRows, STORE>
+        <<<static_cast<unsigned>(std::min<long long>((vecs + 255) / 256, 1 << 20)), 256, 0, stream>>>(a);
+    return cudaGetLastError();
+  }
   const dim3 dq_grid((a.seqlen + Tr::kRows - 1) / Tr::kRows, heads_total);
   fa2bwd_wgmma_dq_kernel<Tr, STORE, CAUSAL><<<dq_grid, Tr::kThreads, Tr::kDqSmemBytes, stream>>>(
       m[MAP_Q], m[MAP_K], m[MAP_V], m[MAP_DO], m[MAP_DQ], a);
   return cudaGetLastError();
 }
 
-template <class Tr, kv_dtype STORE, bool CAUSAL>
+template <class Tr, kv_dtype STORE, bool CAUSAL, bool FUSED>
 cudaError_t info(kv_kernel_resources *out) {
-  return kv_fa2_common::kernel_info<typename Tr::dkdv_shape>(fa2bwd_wgmma_dkdv_kernel<Tr, STORE, CAUSAL>, out);
+  if (FUSED)
+    return kv_fa2_common::kernel_info<typename Tr::fused_shape>(fa2bwd_wgmma_dkdv_kernel<Tr, STORE, CAUSAL, true>,
+                                                                out);
+  return kv_fa2_common::kernel_info<typename Tr::dkdv_shape>(fa2bwd_wgmma_dkdv_kernel<Tr, STORE, CAUSAL, false>, out);
 }
 
 /* The grids checked against the launch limits, the seven tensor maps encoded (64-row boxes;
  * none for an empty problem, which launches nothing), the shared-memory limits raised, launch
- * and info set. */
+ * and info set; kval-wgmma-fused (pr->variant) needs the dQ workspace in pr->a. */
 template <class Tr, kv_dtype STORE, bool CAUSAL>
 cudaError_t prepare(kv_fa2bwd_problem *pr, const char **why) {
   constexpr int D = Tr::kHeadDim;
   using Mma = kv_fa2bwd_traits<D>;
   const kv_fa2bwd_args &a = pr->a;
-  pr->launch = launch<Tr, STORE, CAUSAL>;
-  pr->info = info<Tr, STORE, CAUSAL>;
+  const bool fused = pr->variant == KV_FA2BWD_WGMMA_FUSED;
+  pr->launch = fused ? launch<Tr, STORE, CAUSAL, true> : launch<Tr, STORE, CAUSAL, false>;
+  pr->info = fused ? info<Tr, STORE, CAUSAL, true> : info<Tr, STORE, CAUSAL, false>;
   if ((*why = kv_fa2bwd::grid_refusal<Mma>(a))) return cudaErrorInvalidValue;
   if (a.batch == 0 || a.seqlen == 0) return cudaSuccess;
+  if (fused && (!a.dq_accum || !a.dq_sem)) {
+    *why = "fa2bwd kval-wgmma-fused: no dQ workspace (kv_fa2bwd_workspace)";
+    return cudaErrorInvalidValue;
+  }
   const void *base[MAP_COUNT] = {a.q, a.k, a.v, a.dout, a.dq, a.dk, a.dv};
   cudaError_t e = cudaSuccess;
   for (int i = 0; i < MAP_COUNT && e == cudaSuccess; ++i)
     e = kv_fa2_wgmma::encode_map<STORE, D>(&pr->maps[i], base[i], a.batch, a.seqlen, a.heads, Tr::kBoxRows, why);
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(fa2bwd_wgmma_dkdv_kernel<Tr, STORE, CAUSAL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             Tr::kDkdvSmemBytes);
-  if (e == cudaSuccess)
+  if (e == cudaSuccess && fused)
+    e = cudaFuncSetAttribute(fa2bwd_wgmma_dkdv_kernel<Tr, STORE, CAUSAL, true>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kFusedSmemBytes);
+  if (e == cudaSuccess && !fused)
+    e = cudaFuncSetAttribute(fa2bwd_wgmma_dkdv_kernel<Tr, STORE, CAUSAL, false>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kDkdvSmemBytes);
+  if (e == cudaSuccess && !fused)
     e = cudaFuncSetAttribute(fa2bwd_wgmma_dq_kernel<Tr, STORE, CAUSAL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              Tr::kDqSmemBytes);
   return e;

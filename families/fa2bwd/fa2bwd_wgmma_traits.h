@@ -41,6 +41,23 @@ struct kv_fa2bwd_wgmma_config {
   static constexpr int kDkdvBarOffset = kDkdvStatsOffset + kConsumers * 2 * kStatBytes;
   static constexpr int kDkdvSmemBytes = 1024 + kDkdvBarOffset + 8 * (1 + 2 * STAGES);
 
+  /* fused kernel (the dK/dV kernel's tiles, ring and stats, then): dS^T of a block (BN x BQ,
+   * 128-byte swizzled key rows of BQ queries), two buffers of a block's dQ partial sums (BQ x D
+   * fp32, in the consumers' accumulator order) and the barriers (once, ST full, ST empty, two
+   * dQ-full, two dQ-empty) */
+  static constexpr int kDsBytes = kKeys * BQ * 2, kDqPartBytes = BQ * D * 4;
+  static constexpr int kDsBuffers = D == 64 ? 2 : 1; /* d 128: no room for a second */
+  /* dQ's share issued with dV and dK (d 128: its accumulators beside their register operands
+   * would spill) */
+  static constexpr bool kDqWithDkdv = D == 64;
+  static constexpr int kFusedDsOffset = kDkdvStatsOffset + kConsumers * 2 * kStatBytes;
+  static constexpr int kFusedDqOffset = kFusedDsOffset + kDsBuffers * kDsBytes;
+  static constexpr int kFusedBarOffset = kFusedDqOffset + 2 * kDqPartBytes;
+  static constexpr int kFusedSmemBytes = 1024 + kFusedBarOffset + 8 * (1 + 2 * STAGES + 4);
+  /* its register split: the producer's two threads need few, the consumers hold dK, dV, S^T,
+   * dP^T and the addresses of the dQ share */
+  static constexpr int kFusedProducerRegs = 24, kFusedConsumerRegs = 240;
+
   /* dQ kernel */
   static constexpr int kRows = 64 * kConsumers, kKeyBlock = BK;
   static constexpr int kRowTileBytes = kRows * D * 2, kKeyTileBytes = BK * D * 2;
@@ -53,6 +70,9 @@ struct kv_fa2bwd_wgmma_config {
   struct dkdv_shape {
     static constexpr int kThreads = 128 * (kConsumers + 1), kSmemBytes = kDkdvSmemBytes;
   };
+  struct fused_shape {
+    static constexpr int kThreads = 128 * (kConsumers + 1), kSmemBytes = kFusedSmemBytes;
+  };
   struct dq_shape {
     static constexpr int kThreads = 128 * (kConsumers + 1), kSmemBytes = kDqSmemBytes;
   };
@@ -64,10 +84,14 @@ struct kv_fa2bwd_wgmma_config {
   static_assert(kKeys == KV_FA2BWD_WGMMA_KEYS && BQ == KV_FA2BWD_WGMMA_QUERIES(D), "blocks of fa2bwd_limits.h");
   static_assert(kRows == KV_FA2BWD_WGMMA_ROWS && BK == KV_FA2BWD_WGMMA_KEY_BLOCK(D), "blocks of fa2bwd_limits.h");
   static_assert(STAGES >= 2, "at least double-buffered");
-  static_assert(kDkdvSmemBytes <= 227 * 1024 && kDqSmemBytes <= 227 * 1024, "shared memory of one CTA");
+  static_assert(kDkdvSmemBytes <= 227 * 1024 && kDqSmemBytes <= 227 * 1024 && kFusedSmemBytes <= 227 * 1024,
+                "shared memory of one CTA");
+  static_assert(kFusedDsOffset % 1024 == 0 && BQ * 2 == 128, "dS^T: key rows of one 128-byte swizzled chunk");
   static_assert(PRODUCER_REGS % 8 == 0 && CONSUMER_REGS % 8 == 0 &&
                     PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * kConsumers <= 65536,
                 "setmaxnreg split of the register file");
+  static_assert(kFusedProducerRegs * 128 + kFusedConsumerRegs * 128 * kConsumers <= 65536,
+                "the fused kernel's setmaxnreg split");
 };
 
 /* Per head dim: 64-row query blocks in the dK/dV kernel (its consumer thread holds dK's and

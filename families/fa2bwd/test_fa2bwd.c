@@ -19,7 +19,7 @@
 #include "tests/unit/test_util.h"
 
 static const axis_want fa2bwd_axes[] = {
-    {"variant", KV_AXIS_STR, "kval-wgmma kval-mma", "kval-wgmma kval-mma", 0, 0},
+    {"variant", KV_AXIS_STR, "kval-wgmma kval-wgmma-fused kval-mma", "kval-wgmma kval-wgmma-fused kval-mma", 0, 0},
     {"precision", KV_AXIS_STR, "fp16:fp32 bf16:fp32", NULL, 0, 0},
     {"headdim", KV_AXIS_INT, "64 128", NULL, 64, 128},
     {"seqlen", KV_AXIS_INT, "512 1024 2048", NULL, 1, 1048576},
