@@ -301,7 +301,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int kb = FUSED ? static_cast<int>(gridDim.x) - 1 - order : order;
   const int n0 = kb * BN, h = bh % H, b = bh / H;
   /* query blocks [m_begin, m_end); masked: those before m_unmasked (causal diagonal), those
-   * from m_tail on (rows past seqlen), every block of a key block that ends past seqlen */
+   * from m_tail on (rows past seqlen) and, fused, every block of a key block that ends past
+   * seqlen (its keys past seqlen must add nothing to dQ; the two passes clip their dK, dV rows) */
   const int m_end = (L + BQ - 1) / BQ;
   const int m_begin = CAUSAL ? n0 / BQ : 0;
   const int m_unmasked = CAUSAL ? (n0 + BN - 1 + BQ - 1) / BQ : 0;
@@ -374,7 +375,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     settle(st);
 
     /* accumulator j: key key0 + 8 ((j / 2) % 2), query m0 + 8 (j / 4) + 2 t4 + j % 2 */
-    const bool masked = m < m_unmasked || m >= m_tail || key_tail;
+    const bool masked = m < m_unmasked || m >= m_tail || (FUSED && key_tail);
 #pragma unroll
     for (int jb = 0; jb < BQ / 8; ++jb) {
       const int c = 8 * jb + 2 * t4;
@@ -384,7 +385,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       for (int e = 0; e < 4; ++e) {
         const int j = 4 * jb + e, key = key0 + 8 * (e / 2), query = m0 + c + e % 2;
         float p = ex2(fmaf(st[j], sl2, neg_lse2[e % 2]));
-        if (masked && (query >= L || key >= L || (CAUSAL && key > query))) p = 0.f;
+        if (masked && (query >= L || (FUSED && key >= L) || (CAUSAL && key > query))) p = 0.f;
         st[j] = p;
       }
     }
