@@ -2,9 +2,11 @@
  * (families/gemm/gemm_wgmma.cuh, families/fa2/fa2_wgmma.cuh), in namespace kv::ptx and named
  * after their instructions: mbarrier (init, expect-tx arrival, arrival, parity wait), TMA 2-D
  * and 4-D tile loads (cp.async.bulk.tensor completing on an mbarrier) and stores with their
- * bulk groups, proxy fence and named barrier, the wgmma shared-memory matrix descriptor for
- * 128-byte swizzled tiles, wgmma.mma_async m64nNk16 (N = 256, 128, 64; A from shared memory or
- * from registers) and m64n8k16 (fp32 accumulators for fp16/bf16 inputs, fp16 accumulators for
+ * bulk groups, bulk copies and fp32 bulk adds of contiguous bytes (cp.async.bulk,
+ * cp.reduce.async.bulk), proxy fences, a flag read with acquire and bumped with release, named
+ * barrier, the wgmma shared-memory matrix descriptor for 128-byte swizzled tiles,
+ * wgmma.mma_async m64nNk16 (N = 256, 128, 64, and 32 with A from shared memory; A from shared
+ * memory or from registers) and m64n8k16 (fp32 accumulators for fp16/bf16 inputs, fp16 accumulators for
  * fp16 inputs), m64nNk32 (N = 256, 192, 128, 64; fp32 accumulators for e4m3/e5m2 inputs) and
  * setmaxnreg; on the host, kv::tma_encode_fn, the
  * driver's cuTensorMapEncodeTiled. The shared-memory address helper is sm80.cuh's. */

@@ -1,6 +1,7 @@
-/* fa2bwd_wgmma.cuh - kval-wgmma, the Hopper (sm_90a) FlashAttention-2 backward kernels and their
- * host side per configuration (prepare once: grid checks, seven TMA descriptors, shared-memory
- * limits; launch: three kernels on one stream). Included only by the instantiation files
+/* fa2bwd_wgmma.cuh - kval-wgmma and kval-wgmma-fused, the Hopper (sm_90a) FlashAttention-2
+ * backward kernels and their host side per configuration (prepare once: grid checks, seven TMA
+ * descriptors, shared-memory limits; launch: three kernels on one stream, the fused variant a
+ * counter reset before them). Included only by the instantiation files
  * families/fa2bwd/inst/fa2bwd_wgmma_d<D>.cu; everything else calls it through fa2bwd_api.h.
  * Configuration: fa2bwd_wgmma_traits.h.
  *
@@ -32,7 +33,12 @@
  * Causal CTAs start by groups of heads of about a wave, in order of work within a group
  * (tile_of). Deterministic: no atomics, every output element is written by one thread, every
  * sum is taken in a fixed order (wgmma's k16 steps in ascending order, blocks in ascending
- * order). */
+ * order).
+ * kval-wgmma-fused (FUSED): no dQ kernel; the dK/dV kernel also computes each query block's
+ * dQ share dS K (dS^T through shared memory) and two writer threads add the shares into the
+ * fp32 workspace dq_accum in descending order of key blocks (a counter per query block, each
+ * bulk add completed before the counter moves on; a head's key blocks start in that order
+ * too), then dQ is written from it: deterministic as well. */
 #ifndef KVAL_FA2BWD_WGMMA_CUH
 #define KVAL_FA2BWD_WGMMA_CUH
 

@@ -1,5 +1,5 @@
-/* fa2bwd_wgmma_traits.h - tile, warpgroup and shared-memory configuration of kval-wgmma, the
- * Hopper (sm_90a) FlashAttention-2 backward kernels (fa2bwd_wgmma.cuh). The kernels read their
+/* fa2bwd_wgmma_traits.h - tile, warpgroup and shared-memory configuration of kval-wgmma and
+ * kval-wgmma-fused, the Hopper (sm_90a) FlashAttention-2 backward kernels (fa2bwd_wgmma.cuh). The kernels read their
  * sizes only from here; the block sizes come from families/fa2bwd/fa2bwd_limits.h
  * (KV_FA2BWD_WGMMA_*), which the path tags and the CPU side read too.
  *
@@ -13,6 +13,10 @@
  *     per consumer, two buffers of {lse, D: BQ floats each} (its own cp.async, next block's
  *                  while it computes this one's)
  *     mbarriers    1 + 2 * STAGES
+ *   fused dK/dV kernel (kval-wgmma-fused): the dK/dV kernel's, then
+ *     kDsBuffers x {dS^T: BN x BQ}, 128-byte swizzled key rows of BQ = 64 queries
+ *     2 x {a block's dQ shares: BQ x D fp32, in the consumers' accumulator order}
+ *     mbarriers    1 + 2 * STAGES + 4 (two dQ-full, two dQ-empty)
  *   dQ kernel (BM = 128 query rows; walks key blocks of BK keys):
  *     Q, dO        BM x D each, loaded once; the epilogue stages dQ in Q
  *     STAGES x {K, V: BK x D each}
@@ -41,10 +45,9 @@ struct kv_fa2bwd_wgmma_config {
   static constexpr int kDkdvBarOffset = kDkdvStatsOffset + kConsumers * 2 * kStatBytes;
   static constexpr int kDkdvSmemBytes = 1024 + kDkdvBarOffset + 8 * (1 + 2 * STAGES);
 
-  /* fused kernel (the dK/dV kernel's tiles, ring and stats, then): dS^T of a block (BN x BQ,
-   * 128-byte swizzled key rows of BQ queries), two buffers of a block's dQ partial sums (BQ x D
-   * fp32, in the consumers' accumulator order) and the barriers (once, ST full, ST empty, two
-   * dQ-full, two dQ-empty) */
+  /* fused kernel (the dK/dV kernel's tiles, ring and stats, then): kDsBuffers tiles of a
+   * block's dS^T, two buffers of a block's dQ shares and the barriers (once, ST full, ST empty,
+   * two dQ-full, two dQ-empty) */
   static constexpr int kDsBytes = kKeys * BQ * 2, kDqPartBytes = BQ * D * 4;
   static constexpr int kDsBuffers = D == 64 ? 2 : 1; /* d 128: no room for a second */
   /* dQ's share issued with dV and dK (d 128: its accumulators beside their register operands
