@@ -1,5 +1,6 @@
 /* test_fa2bwd.c - the fa2bwd family's descriptor, CPU emulation and fp64 reference on the cpu
- * backend: the axis and parameter tables, invalid() and cost(), the tensors; the reference
+ * backend: the axis and parameter tables, invalid() and cost(), the variants' blocks,
+ * kval-wgmma-fused's workspace and path tags, the tensors; the reference
  * against finite differences of an fp64 forward (d/dq, d/dk, d/dv of sum(dout * o)), and the
  * identities every gradient set satisfies (sum_j dK_j = 0, sum_j dV_j = sum_i dout_i); the
  * emulation against the reference under the default tolerance (causal and not, tails, both
@@ -12,6 +13,7 @@
 
 #include "backends/backend.h"
 #include "families/fa2bwd/fa2bwd.h"
+#include "families/fa2bwd/fa2bwd_limits.h"
 #include "families/kit.h"
 #include "families/testkit/family_checks.h"
 #include "input/plan.h"
@@ -85,6 +87,43 @@ static void test_xcheck_rows(void) {
   EXPECT(m == KV_XCHECK_ROWS && part[0] && part[1] && part[2], "a short case: %zu rows, %d/%d/%d per gradient", m,
          part[0], part[1], part[2]);
   free(rows);
+}
+
+/* The variants' blocks as the path tags read them, kval-wgmma-fused's workspace (fp32 dQ sums
+ * of whole 64-row query blocks and a counter per query block; none for the two-pass variants),
+ * and its tags on a case with partial query and key blocks after full ones. */
+static void test_variants(void) {
+  long long qb[2], kb[2], accum, sems;
+  kv_fa2bwd_blocks(KV_FA2BWD_WGMMA_FUSED, 128, qb, kb);
+  EXPECT(qb[0] == 64 && qb[1] == 64 && kb[0] == 128 && kb[1] == 128, "fused: one pass of 64-row query blocks, 128 keys");
+  kv_fa2bwd_blocks(KV_FA2BWD_WGMMA, 128, qb, kb);
+  EXPECT(qb[0] == 64 && qb[1] == 128 && kb[0] == 128 && kb[1] == 64, "kval-wgmma d128: its two passes' blocks");
+  kv_fa2bwd_workspace(KV_FA2BWD_WGMMA_FUSED, 2, 3, 300, 128, &accum, &sems);
+  EXPECT(accum == 2LL * 3 * 5 * 64 * 128 * 4 && sems == 2LL * 3 * 5 * 4, "fused workspace of 300 tokens: %lld, %lld",
+         accum, sems);
+  kv_fa2bwd_workspace(KV_FA2BWD_WGMMA, 2, 3, 300, 128, &accum, &sems);
+  EXPECT(accum == 0 && sems == 0, "kval-wgmma needs no workspace");
+  kv_fa2bwd_workspace(KV_FA2BWD_MMA, 2, 3, 300, 64, &accum, &sems);
+  EXPECT(accum == 0 && sems == 0, "kval-mma needs no workspace");
+  EXPECT(kv_fa2bwd_variant_of("kval-wgmma-fused") == KV_FA2BWD_WGMMA_FUSED && kv_fa2bwd_variant_of("fused") == -1,
+         "variant names");
+  EXPECT(kv_fa2bwd_unsupported(KV_FA2BWD_WGMMA_FUSED, 64, (kv_precision){KV_BF16, KV_FP32}) == NULL,
+         "fused runs bf16:fp32 at d64");
+  fcase f;
+  fcase_init(&f, &kv_family_fa2bwd,
+             "variant=kval-wgmma-fused precision=fp16:fp32 headdim=64 seqlen=300 causal=1 batch=1 heads=2");
+  char path[512];
+  kv_family_fa2bwd.path(&f.c, path, sizeof path);
+  EXPECT_STREQ(path, "fa2bwd:kval-wgmma-fused:d64:fp16:fp32:causal fa2bwd:kval-wgmma-fused:q-tail "
+                     "fa2bwd:kval-wgmma-fused:k-tail fa2bwd:kval-wgmma-fused:blocks "
+                     "fa2bwd:kval-wgmma-fused:dist=normal");
+  fcase_init(&f, &kv_family_fa2bwd, "variant=kval-wgmma-fused precision=fp16:fp32 headdim=64 seqlen=128 causal=0 batch=1 heads=2");
+  kv_family_fa2bwd.path(&f.c, path, sizeof path);
+  EXPECT_STREQ(path, "fa2bwd:kval-wgmma-fused:d64:fp16:fp32:full fa2bwd:kval-wgmma-fused:dist=normal");
+  int tags = 0;
+  char tag[128];
+  while (kv_family_fa2bwd.path_tag(tags, tag, sizeof tag)) tags++;
+  EXPECT(tags == 3 * 16, "%d path tags (16 a variant)", tags);
 }
 
 static void test_tensors(void) {
@@ -266,6 +305,8 @@ int main(void) {
   test_cost();
   TEST("the cross-check's rows reach every gradient");
   test_xcheck_rows();
+  TEST("the variants' blocks, workspace and path tags");
+  test_variants();
   TEST("input and output tensors");
   test_tensors();
   TEST("reference gradients vs finite differences of an fp64 forward");
