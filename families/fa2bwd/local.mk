@@ -8,7 +8,7 @@ if HAVE_CUDA
 src_libkval_a_SOURCES += \
 	families/fa2bwd/fa2bwd_api.h families/fa2bwd/fa2bwd_mma_traits.h families/fa2bwd/fa2bwd_mma.cuh \
 	families/fa2bwd/inst/fa2bwd_mma_d64.cu families/fa2bwd/inst/fa2bwd_mma_d128.cu \
-	families/fa2bwd/fa2bwd_wgmma_traits.h families/fa2bwd/fa2bwd_wgmma.cuh \
+	families/fa2bwd/fa2bwd_wgmma_traits.h families/fa2bwd/fa2bwd_wgmma.cuh families/fa2bwd/fa2bwd_wgmma_fused.cuh \
 	families/fa2bwd/inst/fa2bwd_wgmma_d64.cu families/fa2bwd/inst/fa2bwd_wgmma_d128.cu \
 	families/fa2bwd/fa2bwd_dispatch.cu families/fa2bwd/fa2bwd_cuda.cu families/fa2bwd/fa2bwd_gpu_ref.cu
 endif
