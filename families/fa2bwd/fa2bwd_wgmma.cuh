@@ -125,6 +125,21 @@ __device__ __forceinline__ void settle(uint32_t (&f)[K][4]) {
     for (int r = 0; r < 4; ++r) ptx::reg_fence(f[k][r]);
 }
 
+/* x = A0 B0^T and y = A1 B1^T (gemm_nt; A0, A1 the 64 rows at a0, a1 of tiles of a_rows rows)
+ * as two wgmma groups, returning once x is done: the caller computes with x while y is still in
+ * the tensor cores (then wgmma_wait_group<0> and settle(y) before reading y). */
+template <class T, int D, int N>
+__device__ __forceinline__ void gemm_nt_pair(float (&x)[N / 2], uint32_t a0, uint32_t b0, float (&y)[N / 2], uint32_t a1,
+                                             uint32_t b1, int a_rows) {
+  ptx::wgmma_fence();
+  gemm_nt<T, D, N>(x, a0, a_rows, b0);
+  ptx::wgmma_commit_group();
+  gemm_nt<T, D, N>(y, a1, a_rows, b1);
+  ptx::wgmma_commit_group();
+  ptx::wgmma_wait_group<1>();
+  settle(x);
+}
+
 /* TMA loads of `rows` (a multiple of 64) rows from `row0` of a [batch, seqlen, heads, D]
  * tensor into a tile of `rows` rows at dst: one box per 64 columns and 64 rows. */
 template <int D>
@@ -321,13 +336,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     /* S^T = K Q^T and dP^T = V dO^T: key rows x query columns, two groups, so that P^T is
      * computed while dP^T is in the tensor cores */
     float st[BQ / 2], dpt[BQ / 2];
-    ptx::wgmma_fence();
-    gemm_nt<T, D, BQ>(st, k_base, BN, q_base);
-    ptx::wgmma_commit_group();
-    gemm_nt<T, D, BQ>(dpt, v_base, BN, do_base);
-    ptx::wgmma_commit_group();
-    ptx::wgmma_wait_group<1>();
-    settle(st);
+    gemm_nt_pair<T, D, BQ>(st, k_base, q_base, dpt, v_base, do_base, BN);
 
     /* accumulator j: key key0 + 8 ((j / 2) % 2), query m0 + 8 (j / 4) + 2 t4 + j % 2 */
     const bool masked = m < m_unmasked || m >= m_tail || (FUSED && key_tail);
@@ -479,13 +488,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     /* S = Q K^T and dP = dO V^T: query rows x key columns, two groups (P while dP is in the
      * tensor cores) */
     float sc[BK / 2], dp[BK / 2];
-    ptx::wgmma_fence();
-    gemm_nt<T, D, BK>(sc, q_base, BM, k_base);
-    ptx::wgmma_commit_group();
-    gemm_nt<T, D, BK>(dp, do_base, BM, v_base);
-    ptx::wgmma_commit_group();
-    ptx::wgmma_wait_group<1>();
-    settle(sc);
+    gemm_nt_pair<T, D, BK>(sc, q_base, k_base, dp, do_base, v_base, BM);
 
     /* accumulator j: row row0 + 8 ((j / 2) % 2), key n BK + 8 (j / 4) + 2 t4 + j % 2 */
     const bool masked = n >= n_free;
