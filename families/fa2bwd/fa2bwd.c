@@ -154,7 +154,9 @@ static int fa2bwd_unbiased(const kv_case *c) {
 }
 
 /* The kernel path (fa2bwd_limits.h's tiles): the instantiation, partial query and key blocks,
- * several blocks walked by each pass, a softmax scale the deck sets (the kernels must use the
+ * several blocks walked by each pass, kval-wgmma-fused's rotated walks over several key blocks
+ * and, in the instantiation that has them, the plain walks of a longer sequence
+ * (kv_fa2bwd_rotated), a softmax scale the deck sets (the kernels must use the
  * one they are given, not 1/sqrt(headdim)), several sequences of another number of heads (a
  * sequence's stride written with the batch count where the head count belongs is right when
  * batch is 1 or equals heads), the input distribution. */
@@ -169,6 +171,11 @@ static void fa2bwd_path(const kv_case *c, char *b, size_t n) {
   if (l % kb[0] || l % kb[1]) kv_tag(b, n, "fa2bwd:%s:k-tail", v);
   if (l > qb[0] && l > qb[1] && l > kb[0] && l > kb[1]) kv_tag(b, n, "fa2bwd:%s:blocks", v);
   if (kv_case_param(c, "scale") > 0) kv_tag(b, n, "fa2bwd:%s:scale=set", v);
+  const int causal = (int)kv_case_int(c, "causal"), variant = kv_fa2bwd_variant_of(v);
+  if (kv_fa2bwd_rotated(variant, d, causal, l) && l > KV_FA2BWD_WGMMA_KEYS)
+    kv_tag(b, n, "fa2bwd:%s:walk=rotated", v);
+  else if (!kv_fa2bwd_rotated(variant, d, causal, l) && kv_fa2bwd_rotated(variant, d, causal, 1))
+    kv_tag(b, n, "fa2bwd:%s:walk=unrotated", v);
   kv_fa2bwd_dims dims;
   kv_fa2bwd_dims_of(c, &dims);
   if (kv_batch_stride_path(dims.batch, dims.heads)) kv_tag(b, n, "fa2bwd:%s:batch-stride", v);
@@ -193,6 +200,10 @@ static int fa2bwd_path_tag(int i, char *b, size_t n) {
       }
     for (int w = 0; what[w]; w++)
       if (kv_tag_at(&i, b, n, "fa2bwd:%s:%s", fa2bwd_variants[v], what[w])) return 1;
+    if (kv_fa2bwd_rotated(kv_fa2bwd_variant_of(fa2bwd_variants[v]), KV_FA2BWD_ROTATED_HEADDIM, 0, 1) &&
+        (kv_tag_at(&i, b, n, "fa2bwd:%s:walk=rotated", fa2bwd_variants[v]) ||
+         kv_tag_at(&i, b, n, "fa2bwd:%s:walk=unrotated", fa2bwd_variants[v])))
+      return 1;
     for (int d = 0; fa2bwd_dists[d]; d++)
       if (kv_tag_at(&i, b, n, "fa2bwd:%s:dist=%s", fa2bwd_variants[v], fa2bwd_dists[d])) return 1;
   }

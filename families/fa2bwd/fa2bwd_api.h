@@ -34,6 +34,7 @@ struct kv_fa2bwd_args {
   int batch, heads, seqlen;
   float scale;      /* softmax scale in fp32 (dQ = scale dS K, dK = scale dS^T Q) */
   float scale_log2; /* softmax scale * log2(e) in fp32: P = exp2(S * scale_log2 - lse * log2(e)) */
+  int dq_rotate;    /* set by prepare: kval-wgmma-fused may rotate its walks (kRotateWalks) */
 };
 
 /* A prepared problem: one launch runs its kernels on one stream (D, dK/dV, dQ; kval-wgmma-fused:

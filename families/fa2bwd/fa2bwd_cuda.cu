@@ -78,6 +78,7 @@ static kv_status fa2bwd_prepare(const kv_case *c, void *const *d_in, void *const
   a.dv = static_cast<char *>(d_out[0]) + 2 * part;
   a.dq_accum = f->d_dq_accum;
   a.dq_sem = f->d_dq_sem;
+  a.dq_rotate = 0;
   a.batch = static_cast<int>(d.batch);
   a.heads = static_cast<int>(d.heads);
   a.seqlen = static_cast<int>(d.seqlen);

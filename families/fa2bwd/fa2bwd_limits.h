@@ -67,6 +67,19 @@ static inline void kv_fa2bwd_workspace(int variant, long long batch, long long h
   *sem_bytes = variant == KV_FA2BWD_WGMMA_FUSED ? blocks * 4 : 0;
 }
 
+/* kval-wgmma-fused without the causal mask at head dim KV_FA2BWD_ROTATED_HEADDIM walks rotated
+ * where a head has at most KV_FA2BWD_ROTATE_MAX_KEY_BLOCKS key blocks (and they fit on the SMs at
+ * once, which the kernel's prepare step checks too): key block kb walks the query blocks from
+ * its own diagonal block kb KEYS / QUERIES on, cyclically, and adds its dQ shares in the order
+ * in which the walks reach a query block; else every key block walks them from the first, and
+ * the last key block adds first. 1 for a case of the rotated walk, 0 otherwise. */
+#define KV_FA2BWD_ROTATED_HEADDIM 128
+#define KV_FA2BWD_ROTATE_MAX_KEY_BLOCKS 32
+static inline int kv_fa2bwd_rotated(int variant, long long headdim, int causal, long long seqlen) {
+  return variant == KV_FA2BWD_WGMMA_FUSED && headdim == KV_FA2BWD_ROTATED_HEADDIM && !causal &&
+         (seqlen + KV_FA2BWD_WGMMA_KEYS - 1) / KV_FA2BWD_WGMMA_KEYS <= KV_FA2BWD_ROTATE_MAX_KEY_BLOCKS;
+}
+
 /* NULL when the variant has a kernel for this head dim and precision, else why not (the
  * precision itself is assumed valid: kv_precision_invalid_reason). */
 static inline const char *kv_fa2bwd_unsupported(int variant, long long headdim, kv_precision p) {

@@ -152,9 +152,11 @@ __device__ __forceinline__ void load_tile(unsigned char *dst, int rows, const CU
 
 /* The producer's one thread, in both kernels: the CTA's two resident tiles (ROWS rows from row0
  * of maps r0 and r1 into res0 and res1, completing on `once`), then the two tiles of the blocks
- * first .. first + count - 1 (BROWS rows each, of maps s0 and s1) into stage j % ST of the ring
- * for the block's j-th load, refilling a stage only after its consumers released it. */
-template <int D, int ST, int ROWS, int BROWS>
+ * first .. first + count - 1 (BROWS rows each, of maps s0 and s1; WRAP: block numbers from
+ * `count` on taken less count, a walk of blocks 0 .. count - 1 that starts at `first`) into
+ * stage j % ST of the ring for the block's j-th load, refilling a stage only after its
+ * consumers released it. */
+template <int D, int ST, int ROWS, int BROWS, bool WRAP = false>
 __device__ __forceinline__ void produce(uint64_t *once, unsigned char *res0, unsigned char *res1, const CUtensorMap *r0,
                                         const CUtensorMap *r1, int row0, unsigned char *stages, const CUtensorMap *s0,
                                         const CUtensorMap *s1, int first, int count, uint64_t *full, uint64_t *empty,
@@ -164,7 +166,7 @@ __device__ __forceinline__ void produce(uint64_t *once, unsigned char *res0, uns
   load_tile<D>(res0, ROWS, r0, once, h, row0, b);
   load_tile<D>(res1, ROWS, r1, once, h, row0, b);
   for (int j = 0; j < count; ++j) {
-    const int s = j % ST, row = (first + j) * BROWS;
+    const int s = j % ST, row = (WRAP && first + j >= count ? first + j - count : first + j) * BROWS;
     unsigned char *tile = stages + s * 2 * kTileBytes;
     if (j >= ST) ptx::mbarrier_wait_parity(&empty[s], ((j / ST) & 1) ^ 1);
     ptx::mbarrier_arrive_expect_tx(&full[s], 2 * kTileBytes);
@@ -278,6 +280,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int m_unmasked = CAUSAL ? (n0 + BN - 1 + BQ - 1) / BQ : 0;
   const int m_tail = L / BQ;
   const bool key_tail = n0 + BN > L;
+  /* fused without the mask, kRotateWalks, a.dq_rotate set by prepare (kv_fa2bwd_rotated, and
+   * the head's key blocks fit on the SMs at once: a CTA may wait for any key block of its
+   * head): walk step `step` takes query block step + m_first, less m_end past it */
+  constexpr bool kRotate = FUSED && !CAUSAL && Tr::kRotateWalks;
+  const int m_first = kRotate && a.dq_rotate ? n0 / BQ : 0;
+  auto walk = [=](int step) { return kRotate && step + m_first >= m_end ? step + m_first - m_end : step + m_first; };
 
   if (FUSED && threadIdx.x == 0)
     for (int i = 0; i < 2; ++i) {
@@ -290,10 +298,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   if (wg == 0) {
     ptx::setmaxnreg_dec<FUSED ? Tr::kFusedProducerRegs : Tr::kProducerRegs>();
     if (threadIdx.x == 0)
-      produce<D, ST, BN, BQ>(full_kv, sk, sv, &map_k, &map_v, n0, stages, &map_q, &map_do, m_begin, m_end - m_begin,
-                             full, empty, h, b);
+      produce<D, ST, BN, BQ, kRotate>(full_kv, sk, sv, &map_k, &map_v, n0, stages, &map_q, &map_do,
+                                      kRotate ? m_first : m_begin, m_end - m_begin, full, empty, h, b);
     else if (FUSED && (threadIdx.x == 32 || threadIdx.x == 64))
-      write_dq<D, BQ, BN, CAUSAL>(parts, dq_full, dq_empty, a, kb, bh, m_begin, m_end, threadIdx.x / 64);
+      write_dq<D, BQ, BN, CAUSAL, kRotate>(parts, dq_full, dq_empty, a, kb, bh, m_begin, m_end, m_first,
+                                           threadIdx.x / 64);
     return;
   }
 
@@ -317,20 +326,20 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
                           q < L ? 4 : 0);
     ptx::cp_async_commit_group();
   };
-  copy_stats(m_begin, 0);
+  copy_stats(kRotate ? walk(0) : m_begin, 0);
 
   float dk[D / 2], dv[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) dk[i] = dv[i] = 0.f;
   ptx::mbarrier_wait_parity(full_kv, 0);
-  for (int m = m_begin; m < m_end; ++m) {
-    const int i = m - m_begin, s = i % ST, m0 = m * BQ;
+  for (int step = m_begin; step < m_end; ++step) {
+    const int m = kRotate ? walk(step) : step, i = step - m_begin, s = i % ST, m0 = m * BQ;
     unsigned char *sq = stages + s * Tr::kDkdvStageBytes;
     const uint32_t q_base = ptx::smem_addr(sq), do_base = q_base + Tr::kQTileBytes;
     const float *stat = stats + (i % 2) * 2 * BQ;
     ptx::cp_async_wait_group<0>();
     ptx::bar_sync(1 + cw, 128); /* this block's stats landed; the other buffer's readers are done */
-    if (m + 1 < m_end) copy_stats(m + 1, (i + 1) % 2);
+    if (step + 1 < m_end) copy_stats(kRotate ? walk(step + 1) : step + 1, (i + 1) % 2);
     ptx::mbarrier_wait_parity(&full[s], (i / ST) & 1);
 
     /* S^T = K Q^T and dP^T = V dO^T: key rows x query columns, two groups, so that P^T is
@@ -585,8 +594,17 @@ cudaError_t prepare(kv_fa2bwd_problem *pr, const char **why) {
     *why = "fa2bwd kval-wgmma-fused: no dQ workspace (kv_fa2bwd_workspace)";
     return cudaErrorInvalidValue;
   }
-  const void *base[MAP_COUNT] = {a.q, a.k, a.v, a.dout, a.dq, a.dk, a.dv};
+  /* rotated walks (kv_fa2bwd_rotated) only where a head's key blocks also fit on the SMs at
+   * once: a CTA may wait for key blocks of its head that start after it */
   cudaError_t e = cudaSuccess;
+  if (Tr::kRotateWalks && kv_fa2bwd_rotated(pr->variant, D, CAUSAL, a.seqlen)) {
+    int dev = 0, sms = 0;
+    e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+    pr->a.dq_rotate = (a.seqlen + Tr::kKeys - 1) / Tr::kKeys <= sms;
+  }
+  const void *base[MAP_COUNT] = {a.q, a.k, a.v, a.dout, a.dq, a.dk, a.dv};
   for (int i = 0; i < MAP_COUNT && e == cudaSuccess; ++i)
     e = kv_fa2_wgmma::encode_map<STORE, D>(&pr->maps[i], base[i], a.batch, a.seqlen, a.heads, Tr::kBoxRows, why);
   if (e == cudaSuccess && fused)

@@ -25,20 +25,25 @@ __device__ __forceinline__ int last_key_block(int m, int nkb) {
 }
 
 /* The fused kernel's dQ writers, two threads of the producer warpgroup: writer w takes the
- * CTA's query blocks i = w, w + 2, ... (buffer w). For its block m a writer waits until the
- * consumers have put the block's dQ partial sums into the buffer, then until m's counter says
- * that every key block after this one has added its share (the order is descending: the last
- * key block that sees m adds first); then it copies (the first) or adds (cp.reduce.async.bulk)
- * the buffer into m's rows of dq_accum, waits until that has completed, bumps the counter and
- * frees the buffer. Every element of dq_accum receives its sums in one fixed order: dQ is
- * bitwise the same run to run. */
-template <int D, int BQ, int BN, bool CAUSAL>
+ * CTA's i-th query blocks for i = w, w + 2, ... (buffer w). For its block m a writer waits until
+ * the consumers have put the block's dQ partial sums into the buffer, then until m's counter
+ * says that every key block before this one in m's order has added its share; then it copies
+ * (the first) or adds (cp.reduce.async.bulk) the buffer into m's rows of dq_accum, waits until
+ * that has completed, bumps the counter and frees the buffer. m's order is descending (the last
+ * key block that sees m adds first) or, ROTATE with a.dq_rotate (walks from m_first), the
+ * order in which the rotated walks reach m: key block m BQ / BN first, then the one before,
+ * ... cyclically. Every element of dq_accum receives its sums in one fixed order: dQ is bitwise
+ * the same run to run. */
+template <int D, int BQ, int BN, bool CAUSAL, bool ROTATE>
 __device__ __forceinline__ void write_dq(const unsigned char *parts, uint64_t *dq_full, uint64_t *dq_empty,
-                                         const kv_fa2bwd_args &a, int kb, int bh, int m_begin, int m_end, int w) {
+                                         const kv_fa2bwd_args &a, int kb, int bh, int m_begin, int m_end, int m_first,
+                                         int w) {
   constexpr uint32_t kBytes = BQ * D * 4;
   const int nkb = (a.seqlen + BN - 1) / BN, nmb = (a.seqlen + BQ - 1) / BQ;
-  for (int m = m_begin + w; m < m_end; m += 2) {
-    const int i = m - m_begin, rank = last_key_block<BQ, BN, CAUSAL>(m, nkb) - kb;
+  for (int step = m_begin + w; step < m_end; step += 2) {
+    const int m = ROTATE && step + m_first >= m_end ? step + m_first - m_end : step + m_first;
+    const int i = step - m_begin;
+    const int rank = ROTATE && a.dq_rotate ? (m * BQ / BN - kb + nkb) % nkb : last_key_block<BQ, BN, CAUSAL>(m, nkb) - kb;
     int *sem = a.dq_sem + static_cast<long long>(bh) * nmb + m;
     float *dst = a.dq_accum + (static_cast<long long>(bh) * nmb + m) * (BQ * D);
     ptx::mbarrier_wait_parity(&dq_full[w], (i / 2) & 1);

@@ -92,6 +92,15 @@ static void test_xcheck_rows(void) {
 /* The variants' blocks as the path tags read them, kval-wgmma-fused's workspace (fp32 dQ sums
  * of whole 64-row query blocks and a counter per query block; none for the two-pass variants),
  * and its tags on a case with partial query and key blocks after full ones. */
+/* The path tags of the case `spec` are `want`. */
+static void expect_path(const char *spec, const char *want) {
+  fcase f;
+  char path[512];
+  fcase_init(&f, &kv_family_fa2bwd, spec);
+  kv_family_fa2bwd.path(&f.c, path, sizeof path);
+  EXPECT_STREQ(path, want);
+}
+
 static void test_variants(void) {
   long long qb[2], kb[2], accum, sems;
   kv_fa2bwd_blocks(KV_FA2BWD_WGMMA_FUSED, 128, qb, kb);
@@ -109,21 +118,32 @@ static void test_variants(void) {
          "variant names");
   EXPECT(kv_fa2bwd_unsupported(KV_FA2BWD_WGMMA_FUSED, 64, (kv_precision){KV_BF16, KV_FP32}) == NULL,
          "fused runs bf16:fp32 at d64");
-  fcase f;
-  fcase_init(&f, &kv_family_fa2bwd,
-             "variant=kval-wgmma-fused precision=fp16:fp32 headdim=64 seqlen=300 causal=1 batch=1 heads=2");
-  char path[512];
-  kv_family_fa2bwd.path(&f.c, path, sizeof path);
-  EXPECT_STREQ(path, "fa2bwd:kval-wgmma-fused:d64:fp16:fp32:causal fa2bwd:kval-wgmma-fused:q-tail "
-                     "fa2bwd:kval-wgmma-fused:k-tail fa2bwd:kval-wgmma-fused:blocks "
-                     "fa2bwd:kval-wgmma-fused:dist=normal");
-  fcase_init(&f, &kv_family_fa2bwd, "variant=kval-wgmma-fused precision=fp16:fp32 headdim=64 seqlen=128 causal=0 batch=1 heads=2");
-  kv_family_fa2bwd.path(&f.c, path, sizeof path);
-  EXPECT_STREQ(path, "fa2bwd:kval-wgmma-fused:d64:fp16:fp32:full fa2bwd:kval-wgmma-fused:dist=normal");
-  int tags = 0;
+  expect_path("variant=kval-wgmma-fused precision=fp16:fp32 headdim=64 seqlen=300 causal=1 batch=1 heads=2",
+              "fa2bwd:kval-wgmma-fused:d64:fp16:fp32:causal fa2bwd:kval-wgmma-fused:q-tail "
+              "fa2bwd:kval-wgmma-fused:k-tail fa2bwd:kval-wgmma-fused:blocks fa2bwd:kval-wgmma-fused:dist=normal");
+  expect_path("variant=kval-wgmma-fused precision=fp16:fp32 headdim=64 seqlen=128 causal=0 batch=1 heads=2",
+              "fa2bwd:kval-wgmma-fused:d64:fp16:fp32:full fa2bwd:kval-wgmma-fused:dist=normal");
+  /* the rotated walks: fused, d 128, without the mask, 2 .. KV_FA2BWD_ROTATE_MAX_KEY_BLOCKS key
+   * blocks; the plain walks of that instantiation past them */
+  EXPECT(!kv_fa2bwd_rotated(KV_FA2BWD_WGMMA_FUSED, 64, 0, 300) && !kv_fa2bwd_rotated(KV_FA2BWD_WGMMA_FUSED, 128, 1, 300) &&
+             !kv_fa2bwd_rotated(KV_FA2BWD_WGMMA, 128, 0, 300) && kv_fa2bwd_rotated(KV_FA2BWD_WGMMA_FUSED, 128, 0, 300) &&
+             kv_fa2bwd_rotated(KV_FA2BWD_WGMMA_FUSED, 128, 0, 128 * KV_FA2BWD_ROTATE_MAX_KEY_BLOCKS) &&
+             !kv_fa2bwd_rotated(KV_FA2BWD_WGMMA_FUSED, 128, 0, 128 * KV_FA2BWD_ROTATE_MAX_KEY_BLOCKS + 1),
+         "rotated walks: fused d128 without the mask up to %d key blocks", KV_FA2BWD_ROTATE_MAX_KEY_BLOCKS);
+  expect_path("variant=kval-wgmma-fused precision=bf16:fp32 headdim=128 seqlen=256 causal=0 batch=1 heads=2",
+              "fa2bwd:kval-wgmma-fused:d128:bf16:fp32:full fa2bwd:kval-wgmma-fused:blocks "
+              "fa2bwd:kval-wgmma-fused:walk=rotated fa2bwd:kval-wgmma-fused:dist=normal");
+  expect_path("variant=kval-wgmma-fused precision=bf16:fp32 headdim=128 seqlen=4200 causal=0 batch=1 heads=1",
+              "fa2bwd:kval-wgmma-fused:d128:bf16:fp32:full fa2bwd:kval-wgmma-fused:q-tail "
+              "fa2bwd:kval-wgmma-fused:k-tail fa2bwd:kval-wgmma-fused:blocks "
+              "fa2bwd:kval-wgmma-fused:walk=unrotated fa2bwd:kval-wgmma-fused:dist=normal");
+  expect_path("variant=kval-wgmma-fused precision=bf16:fp32 headdim=128 seqlen=100 causal=0 batch=1 heads=2",
+              "fa2bwd:kval-wgmma-fused:d128:bf16:fp32:full fa2bwd:kval-wgmma-fused:q-tail "
+              "fa2bwd:kval-wgmma-fused:k-tail fa2bwd:kval-wgmma-fused:dist=normal");
+  int tags = 0, walks = 0;
   char tag[128];
-  while (kv_family_fa2bwd.path_tag(tags, tag, sizeof tag)) tags++;
-  EXPECT(tags == 3 * 16, "%d path tags (16 a variant)", tags);
+  while (kv_family_fa2bwd.path_tag(tags, tag, sizeof tag)) walks += strstr(tag, ":walk=") != NULL, tags++;
+  EXPECT(tags == 3 * 16 + 2 && walks == 2, "%d path tags (16 a variant, kval-wgmma-fused's two walks: %d)", tags, walks);
 }
 
 static void test_tensors(void) {
