@@ -13,7 +13,7 @@ deck's run does not flag), tab separated; in from/to `\\n` is a newline, `\\t` a
 backslash; `#` starts a comment line. Every error names TSV:line and the mutant."""
 import sys
 
-KINDS = ("cpu", "gpu", "cpu-gap", "gpu-study", "analysis")
+KINDS = ("cpu", "gpu", "cpu-gap", "gpu-study", "gpu-race", "analysis")
 
 
 def unescape(s, where):
