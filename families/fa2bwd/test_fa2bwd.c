@@ -140,6 +140,8 @@ static void test_variants(void) {
   expect_path("variant=kval-wgmma-fused precision=bf16:fp32 headdim=128 seqlen=100 causal=0 batch=1 heads=2",
               "fa2bwd:kval-wgmma-fused:d128:bf16:fp32:full fa2bwd:kval-wgmma-fused:q-tail "
               "fa2bwd:kval-wgmma-fused:k-tail fa2bwd:kval-wgmma-fused:dist=normal");
+  expect_path("variant=kval-wgmma-fused precision=bf16:fp32 headdim=128 seqlen=128 causal=0 batch=1 heads=2",
+              "fa2bwd:kval-wgmma-fused:d128:bf16:fp32:full fa2bwd:kval-wgmma-fused:dist=normal");
   int tags = 0, walks = 0;
   char tag[128];
   while (kv_family_fa2bwd.path_tag(tags, tag, sizeof tag)) walks += strstr(tag, ":walk=") != NULL, tags++;
