@@ -1,6 +1,7 @@
-/* fa2bwd_limits.h - what the FlashAttention-2 backward kernels can run and with which tiles, in
- * plain C that gcc and nvcc both compile: the descriptor's invalid() and path(), and the
- * dispatcher ask the same kv_fa2bwd_unsupported() and read the same block sizes.
+/* fa2bwd_limits.h - what the FlashAttention-2 backward kernels can run, with which tiles and, for
+ * kval-wgmma-fused, in which order, in plain C that gcc and nvcc both compile: the descriptor's
+ * invalid() and path(), and the dispatcher ask the same kv_fa2bwd_unsupported() and read the
+ * same block sizes; the fused kernel and test_fa2bwd compute the same schedule.
  * kval-mma (mma.sync m16n8k16, fp32 accumulation) runs two deterministic passes after the
  * preprocessing of D = rowsum(dO * O): the dK/dV kernel (one thread block per KV_FA2BWD_BLOCK_N
  * keys of one (batch, head), walking the query blocks of KV_FA2BWD_BLOCK_M rows) and the dQ
@@ -78,6 +79,34 @@ static inline void kv_fa2bwd_workspace(int variant, long long batch, long long h
 static inline int kv_fa2bwd_rotated(int variant, long long headdim, int causal, long long seqlen) {
   return variant == KV_FA2BWD_WGMMA_FUSED && headdim == KV_FA2BWD_ROTATED_HEADDIM && !causal &&
          (seqlen + KV_FA2BWD_WGMMA_KEYS - 1) / KV_FA2BWD_WGMMA_KEYS <= KV_FA2BWD_ROTATE_MAX_KEY_BLOCKS;
+}
+
+#ifdef __CUDACC__
+#define KV_FA2BWD_FN __host__ __device__ __forceinline__
+#else
+#define KV_FA2BWD_FN static inline
+#endif
+
+/* kval-wgmma-fused's schedule, what its producer, consumers and dQ writers compute on the device
+ * and test_fa2bwd checks on the host (every walk a permutation, every query block's adds in
+ * an order that the CTAs reach without waiting forever). Key block kb of nkb (bn keys) walks
+ * the query blocks (bq rows) that see it; rotated (no mask, so all nmb of them), its step-th
+ * is kv_fa2bwd_rotated_block(step, kv_fa2bwd_rotated_first(kb, bq, bn), nmb). A query block m
+ * receives the shares of the key blocks that see it in the order kv_fa2bwd_add_rank gives
+ * (0 adds first): plain, descending from the last key block that sees m; rotated, the order in
+ * which the rotated walks reach m (key block m bq / bn first, then the one before,
+ * cyclically). */
+KV_FA2BWD_FN int kv_fa2bwd_rotated_first(int kb, int bq, int bn) { return kb * bn / bq; }
+KV_FA2BWD_FN int kv_fa2bwd_rotated_block(int step, int first, int nmb) {
+  return step + first >= nmb ? step + first - nmb : step + first;
+}
+/* The last key block that sees query block m (of nkb key blocks). */
+KV_FA2BWD_FN int kv_fa2bwd_last_key_block(int causal, int m, int nkb, int bq, int bn) {
+  const int last = (m * bq + bq - 1) / bn;
+  return causal && last < nkb - 1 ? last : nkb - 1;
+}
+KV_FA2BWD_FN int kv_fa2bwd_add_rank(int rotated, int causal, int m, int kb, int nkb, int bq, int bn) {
+  return rotated ? (m * bq / bn - kb + nkb) % nkb : kv_fa2bwd_last_key_block(causal, m, nkb, bq, bn) - kb;
 }
 
 /* NULL when the variant has a kernel for this head dim and precision, else why not (the

@@ -166,7 +166,7 @@ __device__ __forceinline__ void produce(uint64_t *once, unsigned char *res0, uns
   load_tile<D>(res0, ROWS, r0, once, h, row0, b);
   load_tile<D>(res1, ROWS, r1, once, h, row0, b);
   for (int j = 0; j < count; ++j) {
-    const int s = j % ST, row = (WRAP && first + j >= count ? first + j - count : first + j) * BROWS;
+    const int s = j % ST, row = (WRAP ? kv_fa2bwd_rotated_block(j, first, count) : first + j) * BROWS;
     unsigned char *tile = stages + s * 2 * kTileBytes;
     if (j >= ST) ptx::mbarrier_wait_parity(&empty[s], ((j / ST) & 1) ^ 1);
     ptx::mbarrier_arrive_expect_tx(&full[s], 2 * kTileBytes);
@@ -282,10 +282,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const bool key_tail = n0 + BN > L;
   /* fused without the mask, kRotateWalks, a.dq_rotate set by prepare (kv_fa2bwd_rotated, and
    * the head's key blocks fit on the SMs at once: a CTA may wait for any key block of its
-   * head): walk step `step` takes query block step + m_first, less m_end past it */
+   * head): walk step `step` takes query block kv_fa2bwd_rotated_block(step, m_first, m_end) */
   constexpr bool kRotate = FUSED && !CAUSAL && Tr::kRotateWalks;
-  const int m_first = kRotate && a.dq_rotate ? n0 / BQ : 0;
-  auto walk = [=](int step) { return kRotate && step + m_first >= m_end ? step + m_first - m_end : step + m_first; };
+  const int m_first = kRotate && a.dq_rotate ? kv_fa2bwd_rotated_first(kb, BQ, BN) : 0;
+  auto walk = [=](int step) { return kv_fa2bwd_rotated_block(step, m_first, m_end); };
 
   if (FUSED && threadIdx.x == 0)
     for (int i = 0; i < 2; ++i) {

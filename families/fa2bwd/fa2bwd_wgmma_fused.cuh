@@ -1,7 +1,6 @@
 /* fa2bwd_wgmma_fused.cuh - the parts of kval-wgmma-fused (fa2bwd_wgmma.cuh's dK/dV kernel with
- * FUSED) that the two passes lack: the order in which the key blocks add a query block's dQ
- * shares (last_key_block), the writer threads that add them into the fp32 workspace in that
- * order (write_dq), dS^T into the shared tile dQ's product reads (put_rows), and the kernel that
+ * FUSED) that the two passes lack: the writer threads that add the key blocks' dQ shares into
+ * the fp32 workspace in the order fa2bwd_limits.h's schedule gives (write_dq), dS^T into the shared tile dQ's product reads (put_rows), and the kernel that
  * writes dQ from the workspace (fa2bwd_dq_convert_kernel). Included by fa2bwd_wgmma.cuh. */
 #ifndef KVAL_FA2BWD_WGMMA_FUSED_CUH
 #define KVAL_FA2BWD_WGMMA_FUSED_CUH
@@ -17,12 +16,6 @@ namespace kv_fa2bwd_wgmma {
 
 namespace ptx = kv::ptx;
 using kv_fa2_common::storage_t;
-
-/* The last key block that sees query block m (of nkb key blocks). */
-template <int BQ, int BN, bool CAUSAL>
-__device__ __forceinline__ int last_key_block(int m, int nkb) {
-  return CAUSAL ? min(nkb - 1, (m * BQ + BQ - 1) / BN) : nkb - 1;
-}
 
 /* The fused kernel's dQ writers, two threads of the producer warpgroup: writer w takes the
  * CTA's i-th query blocks for i = w, w + 2, ... (buffer w). For its block m a writer waits until
@@ -41,9 +34,8 @@ __device__ __forceinline__ void write_dq(const unsigned char *parts, uint64_t *d
   constexpr uint32_t kBytes = BQ * D * 4;
   const int nkb = (a.seqlen + BN - 1) / BN, nmb = (a.seqlen + BQ - 1) / BQ;
   for (int step = m_begin + w; step < m_end; step += 2) {
-    const int m = ROTATE && step + m_first >= m_end ? step + m_first - m_end : step + m_first;
-    const int i = step - m_begin;
-    const int rank = ROTATE && a.dq_rotate ? (m * BQ / BN - kb + nkb) % nkb : last_key_block<BQ, BN, CAUSAL>(m, nkb) - kb;
+    const int m = ROTATE ? kv_fa2bwd_rotated_block(step, m_first, m_end) : step, i = step - m_begin;
+    const int rank = kv_fa2bwd_add_rank(ROTATE && a.dq_rotate, CAUSAL, m, kb, nkb, BQ, BN);
     int *sem = a.dq_sem + static_cast<long long>(bh) * nmb + m;
     float *dst = a.dq_accum + (static_cast<long long>(bh) * nmb + m) * (BQ * D);
     ptx::mbarrier_wait_parity(&dq_full[w], (i / 2) & 1);

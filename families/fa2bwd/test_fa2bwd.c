@@ -148,6 +148,71 @@ static void test_variants(void) {
   EXPECT(tags == 3 * 16 + 2 && walks == 2, "%d path tags (16 a variant, kval-wgmma-fused's two walks: %d)", tags, walks);
 }
 
+/* kval-wgmma-fused's schedule (fa2bwd_limits.h) for one head of `seqlen` tokens: the walks
+ * (walk[kb][i]: key block kb's i-th query block, -1 past its end), then the CTAs started in the
+ * kernel's order (descending key blocks) on `slots` SMs, each adding its shares in walk order
+ * when the query block's counter equals its rank (kv_fa2bwd_add_rank), as write_dq does. 0 when
+ * every walk visits each query block that sees its key block once, every query block's ranks
+ * are 0 .. (key blocks that see it) - 1 and all CTAs finish; else 1 (ranks) or 2 (a CTA waits
+ * forever). */
+#define SCHED_MAX_KB 40
+static int schedule(long long seqlen, int causal, int rotated, int slots) {
+  const int bq = KV_FA2BWD_WGMMA_QUERIES(128), bn = KV_FA2BWD_WGMMA_KEYS;
+  const int nkb = (int)((seqlen + bn - 1) / bn), nmb = (int)((seqlen + bq - 1) / bq);
+  int walk[SCHED_MAX_KB][2 * SCHED_MAX_KB], len[SCHED_MAX_KB], pos[SCHED_MAX_KB] = {0}, sem[2 * SCHED_MAX_KB] = {0};
+  int seen[2 * SCHED_MAX_KB][SCHED_MAX_KB] = {{0}};
+  for (int kb = 0; kb < nkb; kb++) {
+    const int begin = causal ? kb * bn / bq : 0;
+    len[kb] = rotated ? nmb : nmb - begin;
+    for (int i = 0; i < len[kb]; i++)
+      walk[kb][i] = rotated ? kv_fa2bwd_rotated_block(i, kv_fa2bwd_rotated_first(kb, bq, bn), nmb) : begin + i;
+  }
+  for (int kb = 0; kb < nkb; kb++)
+    for (int i = 0; i < len[kb]; i++) {
+      const int r = kv_fa2bwd_add_rank(rotated, causal, walk[kb][i], kb, nkb, bq, bn);
+      if (r < 0 || r >= nkb || seen[walk[kb][i]][r]++) return 1;
+    }
+  for (int m = 0; m < nmb; m++)
+    for (int r = 1; r < nkb; r++)
+      if (seen[m][r] && !seen[m][r - 1]) return 1;
+  int started = 0, resident[SCHED_MAX_KB], n_res = 0, done = 0;
+  while (done < nkb) {
+    while (started < nkb && n_res < slots) resident[n_res++] = nkb - 1 - started++;
+    int progress = 0;
+    for (int j = 0; j < n_res; j++) {
+      const int kb = resident[j];
+      while (pos[kb] < len[kb] && sem[walk[kb][pos[kb]]] == kv_fa2bwd_add_rank(rotated, causal, walk[kb][pos[kb]], kb, nkb, bq, bn)) {
+        sem[walk[kb][pos[kb]]]++;
+        pos[kb]++;
+        progress = 1;
+      }
+      if (pos[kb] == len[kb]) {
+        resident[j--] = resident[--n_res];
+        done++;
+        progress = 1;
+      }
+    }
+    if (!progress) return 2;
+  }
+  return 0;
+}
+
+/* Every length up to SCHED_MAX_KB key blocks: the plain walks finish with one CTA resident at a
+ * time (the start order alone suffices), the rotated ones with every key block resident (what
+ * prepare requires) and not with one SM fewer (why it requires it). */
+static void test_schedule(void) {
+  int plain = 0, rotated = 0, short_of_sms = 0, lengths = 0;
+  for (long long l = 1; l <= SCHED_MAX_KB * KV_FA2BWD_WGMMA_KEYS; l += 7, lengths++) {
+    const int nkb = (int)((l + KV_FA2BWD_WGMMA_KEYS - 1) / KV_FA2BWD_WGMMA_KEYS);
+    plain += schedule(l, 0, 0, 1) == 0 && schedule(l, 1, 0, 1) == 0;
+    rotated += schedule(l, 0, 1, nkb) == 0;
+    short_of_sms += nkb < 3 || schedule(l, 0, 1, nkb - 1) == 2;
+  }
+  EXPECT(plain == lengths, "plain walks, causal and not, on one SM: %d of %d lengths finish", plain, lengths);
+  EXPECT(rotated == lengths, "rotated walks with every key block resident: %d of %d lengths finish", rotated, lengths);
+  EXPECT(short_of_sms == lengths, "rotated walks one SM short wait forever: %d of %d lengths", short_of_sms, lengths);
+}
+
 static void test_tensors(void) {
   fcase f;
   fcase_init(&f, &kv_family_fa2bwd, "precision=fp16:fp32 headdim=64 seqlen=70 batch=3 heads=2 dist=large_logits");
@@ -329,6 +394,8 @@ int main(void) {
   test_xcheck_rows();
   TEST("the variants' blocks, workspace and path tags");
   test_variants();
+  TEST("kval-wgmma-fused's schedule: walks, add order, no CTA waiting forever");
+  test_schedule();
   TEST("input and output tensors");
   test_tensors();
   TEST("reference gradients vs finite differences of an fp64 forward");
