@@ -91,12 +91,15 @@ static inline int kv_fa2bwd_rotated(int variant, long long headdim, int causal, 
  * and test_fa2bwd checks on the host (every walk a permutation, every query block's adds in
  * an order that the CTAs reach without waiting forever). Key block kb of nkb (bn keys) walks
  * the query blocks (bq rows) that see it; rotated (no mask, so all nmb of them), its step-th
- * is kv_fa2bwd_rotated_block(step, kv_fa2bwd_rotated_first(kb, bq, bn), nmb). A query block m
+ * is kv_fa2bwd_rotated_block(step, kv_fa2bwd_diagonal_block(kb, bq, bn), nmb); with the mask
+ * it walks from that diagonal block to the last. A query block m
  * receives the shares of the key blocks that see it in the order kv_fa2bwd_add_rank gives
  * (0 adds first): plain, descending from the last key block that sees m; rotated, the order in
  * which the rotated walks reach m (key block m bq / bn first, then the one before,
  * cyclically). */
-KV_FA2BWD_FN int kv_fa2bwd_rotated_first(int kb, int bq, int bn) { return kb * bn / bq; }
+/* The first query block that sees key block kb's first key: where the causal walk starts and
+ * the rotated one too. */
+KV_FA2BWD_FN int kv_fa2bwd_diagonal_block(int kb, int bq, int bn) { return kb * bn / bq; }
 KV_FA2BWD_FN int kv_fa2bwd_rotated_block(int step, int first, int nmb) {
   return step + first >= nmb ? step + first - nmb : step + first;
 }

@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
    * from m_tail on (rows past seqlen) and, fused, every block of a key block that ends past
    * seqlen (its keys past seqlen must add nothing to dQ; the two passes clip their dK, dV rows) */
   const int m_end = (L + BQ - 1) / BQ;
-  const int m_begin = CAUSAL ? n0 / BQ : 0;
+  const int m_begin = CAUSAL ? kv_fa2bwd_diagonal_block(kb, BQ, BN) : 0;
   const int m_unmasked = CAUSAL ? (n0 + BN - 1 + BQ - 1) / BQ : 0;
   const int m_tail = L / BQ;
   const bool key_tail = n0 + BN > L;
@@ -284,7 +284,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
    * the head's key blocks fit on the SMs at once: a CTA may wait for any key block of its
    * head): walk step `step` takes query block kv_fa2bwd_rotated_block(step, m_first, m_end) */
   constexpr bool kRotate = FUSED && !CAUSAL && Tr::kRotateWalks;
-  const int m_first = kRotate && a.dq_rotate ? kv_fa2bwd_rotated_first(kb, BQ, BN) : 0;
+  const int m_first = kRotate && a.dq_rotate ? kv_fa2bwd_diagonal_block(kb, BQ, BN) : 0;
   auto walk = [=](int step) { return kv_fa2bwd_rotated_block(step, m_first, m_end); };
 
   if (FUSED && threadIdx.x == 0)

@@ -162,10 +162,10 @@ static int schedule(long long seqlen, int causal, int rotated, int slots) {
   int walk[SCHED_MAX_KB][2 * SCHED_MAX_KB], len[SCHED_MAX_KB], pos[SCHED_MAX_KB] = {0}, sem[2 * SCHED_MAX_KB] = {0};
   int seen[2 * SCHED_MAX_KB][SCHED_MAX_KB] = {{0}};
   for (int kb = 0; kb < nkb; kb++) {
-    const int begin = causal ? kb * bn / bq : 0;
+    const int begin = causal ? kv_fa2bwd_diagonal_block(kb, bq, bn) : 0;
     len[kb] = rotated ? nmb : nmb - begin;
     for (int i = 0; i < len[kb]; i++)
-      walk[kb][i] = rotated ? kv_fa2bwd_rotated_block(i, kv_fa2bwd_rotated_first(kb, bq, bn), nmb) : begin + i;
+      walk[kb][i] = rotated ? kv_fa2bwd_rotated_block(i, kv_fa2bwd_diagonal_block(kb, bq, bn), nmb) : begin + i;
   }
   for (int kb = 0; kb < nkb; kb++)
     for (int i = 0; i < len[kb]; i++) {
