@@ -8,9 +8,11 @@ run_mutants.sh).
   mutate.py apply TSV ID ROOT                      substitute mutant ID in ROOT/file, in place
 
 TSV format (mutants.tsv's header says the same): id, file, from, to, kind, description and,
-optionally, tests (the `make check` tests, space-separated, that must fail on a mutant the
-deck's run does not flag), tab separated; in from/to `\\n` is a newline, `\\t` a tab, `\\\\` a
+optionally, tests (space-separated: for a cpu or cpu-gap mutant the `make check` tests that
+must fail on a mutant the deck's run does not flag; for an analysis mutant the tests of
+analysis/tests/ written against it, pytest node ids, which its suite runs first), tab separated; in from/to `\\n` is a newline, `\\t` a tab, `\\\\` a
 backslash; `#` starts a comment line. Every error names TSV:line and the mutant."""
+import os
 import sys
 
 KINDS = ("cpu", "gpu", "cpu-gap", "gpu-study", "gpu-race", "analysis")
@@ -46,8 +48,8 @@ def read(tsv):
                          "description[, tests])")
             mid, path, frm, to, kind, desc = fields[:6]
             tests = fields[6].split() if len(fields) == 7 else []
-            if len(fields) == 7 and (not tests or kind not in ("cpu", "cpu-gap")):
-                sys.exit(f"{where}: mutant {mid}: tests need a cpu or cpu-gap mutant and at least one test")
+            if len(fields) == 7 and (not tests or kind not in ("cpu", "cpu-gap", "analysis")):
+                sys.exit(f"{where}: mutant {mid}: tests need a cpu, cpu-gap or analysis mutant and at least one test")
             if mid in seen:
                 sys.exit(f"{where}: mutant id '{mid}' already used at line {seen[mid]}")
             if kind not in KINDS:
@@ -110,6 +112,16 @@ def main(argv):
                 bad += 1
                 why = err if err else f"its 'from' text occurs {n} times (must be exactly once)"
                 print(f"{m['where']}: STALE mutant {m['id']}: {m['file']}: {why}", file=sys.stderr)
+            for t in m["tests"] if m["kind"] == "analysis" else []:
+                path, _, name = t.partition("::")
+                ok = path.startswith("analysis/tests/test_") and os.path.isfile(f"{pos[0]}/{path}")
+                if ok and name:
+                    with open(f"{pos[0]}/{path}", encoding="utf-8") as f:
+                        ok = f"def {name.split('[')[0]}(" in f.read()
+                if not ok:
+                    bad += 1
+                    print(f"{m['where']}: STALE mutant {m['id']}: test '{t}' is not a test of the tree "
+                          "(analysis/tests/test_*.py[::test_name])", file=sys.stderr)
         return 1 if bad else 0
     if len(pos) != 2:
         sys.exit("usage: mutate.py apply TSV ID ROOT")

@@ -39,30 +39,36 @@ trap 'rm -rf "$scratch"' EXIT
 trap 'exit 130' INT TERM
 start=$(date +%s)
 
-# suite DIR LOG: analysis/'s pytest suite in the copy DIR, stopping at the first failure; its exit
-# code. test_verdicts.py and test_report_verdicts.py (the edges of the verdicts and of what the
-# reports show, written against these mutants: seconds) run first, the rest (a minute) only when
-# they pass.
+# suite DIR LOG [TEST...]: analysis/'s pytest suite in the copy DIR, stopping at the first
+# failure; its exit code. The tests given (a mutant's: pytest node ids of the tests written
+# against it) run first, then test_verdicts.py and test_report_verdicts.py (the edges of the
+# verdicts and of what the reports show: seconds), the rest (two minutes on CI's machine) only
+# when those pass; every test runs once.
 suite() {
-  local first=(analysis/tests/test_verdicts.py analysis/tests/test_report_verdicts.py)
-  (cd "$1" && export KVAL_BIN=${KVAL:-} MPLBACKEND=Agg &&
-     "$PY" -m pytest -x -q -p no:cacheprovider "${first[@]}" &&
-     "$PY" -m pytest -x -q -p no:cacheprovider "${first[@]/#/--ignore=}" analysis/tests) >"$2" 2>&1
+  local dir=$1 log=$2 t fast=(analysis/tests/test_verdicts.py analysis/tests/test_report_verdicts.py) skip=()
+  shift 2
+  for t in "$@"; do skip+=("--deselect=$t"); done
+  (cd "$dir" && export KVAL_BIN=${KVAL:-} MPLBACKEND=Agg &&
+     { [ $# -eq 0 ] || "$PY" -m pytest -x -q -p no:cacheprovider "$@"; } &&
+     "$PY" -m pytest -x -q -p no:cacheprovider "${skip[@]}" "${fast[@]}" &&
+     "$PY" -m pytest -x -q -p no:cacheprovider "${skip[@]}" "${fast[@]/#/--ignore=}" analysis/tests) >"$log" 2>&1
 }
 . "$here/copy_tree.sh"
 mkdir -p "$scratch/base" && copy_tree "$src" "$scratch/base" || die "copying $src failed"
 suite "$scratch/base" "$scratch/base.log" ||
   { tail -n 20 "$scratch/base.log" >&2; die "the unmutated analysis suite fails (log above): fix that first"; }
 
-# one mutant: a fresh copy of the tree, the mutant applied, the suite run; one result line
+# one mutant (id, kind, its tests): a fresh copy of the tree, the mutant applied, the suite run
+# (its tests first); one result line
 one() {
-  local id=$1 mk=$2 dir="$scratch/m.$1" t0 rc killed check
+  local id=$1 mk=$2 dir="$scratch/m.$1" t0 rc killed check tests
+  read -ra tests <<<"$3"
   t0=$(date +%s)
   cp -a "$scratch/base" "$dir"
   if ! py apply "$tsv" "$id" "$dir" 2>"$dir.apply"; then
     printf '%s\t%s\t-\tbroken\tstale\t0\n' "$id" "$mk"; return
   fi
-  suite "$dir" "$dir.log"; rc=$?
+  suite "$dir" "$dir.log" "${tests[@]}"; rc=$?
   case $rc in
     0) killed=no check=- ;;
     1) killed=yes check=$(grep -m1 -oE '^FAILED [^ ]+' "$dir.log" | sed 's/^FAILED //; s/.*analysis\/tests\///') ;;
@@ -73,9 +79,9 @@ one() {
 }
 : >"$scratch/results"
 for row in "${sel[@]}"; do
-  IFS=$'\t' read -r id _ mk <<<"$row"
+  IFS=$'\t' read -r id _ mk tests <<<"$row"
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-  one "$id" "$mk" >>"$scratch/results" &
+  one "$id" "$mk" "$tests" >>"$scratch/results" &
 done
 wait
 {
