@@ -151,9 +151,21 @@ __device__ __forceinline__ void red_release_gpu_add(int *p, int v) {
 }
 /* Order this thread's ordinary shared-memory writes before later async-proxy (TMA) reads. */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-/* Barrier among `threads` threads (a warpgroup) on hardware barrier `id` (1..15). */
+/* Barrier among `threads` threads (a warpgroup) on hardware barrier `id` (1..15). A build
+ * configured --enable-race-delays (KVAL_RACE_DELAYS: the mutation suite's gpu-race kind, never
+ * a measured build) leaves it after a pseudo-random delay of 0 - 4 us, the same for the warps of
+ * a warpgroup (half the time none), so that code which should wait for another warpgroup at a
+ * barrier that is missing runs ahead of it and its race shows in the results. */
 __device__ __forceinline__ void bar_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+#if KVAL_RACE_DELAYS
+  uint32_t h = (blockIdx.x * 0x9E3779B1u) ^ (blockIdx.y * 0x85EBCA77u) ^ ((threadIdx.x / 128) * 0xC2B2AE3Du) ^
+               (static_cast<uint32_t>(id) * 0x27D4EB2Fu) ^ static_cast<uint32_t>(clock64() >> 13);
+  h ^= h >> 15;
+  h *= 0x2C1B3C6Du;
+  h ^= h >> 12;
+  if (h & 1u) __nanosleep((h >> 1) % 4096u);
+#endif
 }
 
 /* ---- wgmma ---- */
