@@ -7,13 +7,13 @@ AC_DEFUN([KV_CHECK_CUDA], [
     [AS_HELP_STRING([--with-cuda=auto|no|PATH], [build the CUDA backend (default: auto, when nvcc is found)])],
     [], [with_cuda=auto])
   AC_ARG_ENABLE([race-delays],
-    [AS_HELP_STRING([--enable-race-delays], [kernels leave every named barrier after a random delay of up to a few
-      microseconds per warpgroup, so that a missing barrier's race shows in the results (the mutation suite's
+    [AS_HELP_STRING([--enable-race-delays], [kernels leave every barrier, cp.async wait and mbarrier wait after a random delay of up to a few
+      microseconds per warp, so that a missing barrier's race shows in the results (the mutation suite's
       gpu-race kind); a test build only: its timings are not the kernels' (kval_version ends in +race-delays)])],
     [AS_CASE([$enableval], [yes|no], [], [AC_MSG_ERROR([--enable-race-delays takes no value, got '$enableval'])])],
     [enable_race_delays=no])
   AS_IF([test "$enable_race_delays" = yes],
-    [AC_DEFINE([KVAL_RACE_DELAYS], [1], [Define to 1 in a build whose kernels delay after every named barrier])])
+    [AC_DEFINE([KVAL_RACE_DELAYS], [1], [Define to 1 in a build whose kernels delay after every barrier and wait])])
   AC_ARG_WITH([cuda-arch],
     [AS_HELP_STRING([--with-cuda-arch=LIST], [comma-separated GPU targets (default: sm_90a, built as -gencode arch=compute_90a,code=sm_90a)])],
     [], [with_cuda_arch=sm_90a])

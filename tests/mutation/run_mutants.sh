@@ -24,7 +24,7 @@
 #   are inaccurate on a healthy GPU (conformant, outside their fp64 bound), where a kernel bug
 #   must fail the case as not the model instead of hiding in the inaccuracy.
 # --kind gpu-race: the cuda backend, tests/mutation/race.deck, a build configured
-#   --enable-race-delays (every named barrier left after a random delay per warpgroup): a
+#   --enable-race-delays (every barrier, cp.async wait and mbarrier wait left after a random delay per warp): a
 #   missing barrier whose race the shipped shapes never show as a wrong result must show under
 #   the delays (the baseline, unmutated, passes under them).
 # --jobs N: N scratch copies build mutants in parallel (make -j --make-jobs each, default
