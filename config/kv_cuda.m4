@@ -1,10 +1,19 @@
-# kv_cuda.m4 - the CUDA backend: --with-cuda=auto|no|PATH, --with-cuda-arch=sm_90a[,sm_XY...].
+# kv_cuda.m4 - the CUDA backend: --with-cuda=auto|no|PATH, --with-cuda-arch=sm_90a[,sm_XY...],
+# --enable-race-delays (a test build for the mutation suite's gpu-race kind).
 # auto builds the backend when nvcc is found (on the PATH, in $CUDA_HOME/bin or
 # /usr/local/cuda/bin). Sets NVCC, NVCCFLAGS, CUDA_CFLAGS, CUDA_LIBS, HAVE_CUDA.
 AC_DEFUN([KV_CHECK_CUDA], [
   AC_ARG_WITH([cuda],
     [AS_HELP_STRING([--with-cuda=auto|no|PATH], [build the CUDA backend (default: auto, when nvcc is found)])],
     [], [with_cuda=auto])
+  AC_ARG_ENABLE([race-delays],
+    [AS_HELP_STRING([--enable-race-delays], [kernels leave every barrier, cp.async wait and mbarrier wait after a random delay of up to a few
+      microseconds per warp, so that a missing barrier's race shows in the results (the mutation suite's
+      gpu-race kind); a test build only: its timings are not the kernels' (kval_version ends in +race-delays)])],
+    [AS_CASE([$enableval], [yes|no], [], [AC_MSG_ERROR([--enable-race-delays takes no value, got '$enableval'])])],
+    [enable_race_delays=no])
+  AS_IF([test "$enable_race_delays" = yes],
+    [AC_DEFINE([KVAL_RACE_DELAYS], [1], [Define to 1 in a build whose kernels delay after every barrier and wait])])
   AC_ARG_WITH([cuda-arch],
     [AS_HELP_STRING([--with-cuda-arch=LIST], [comma-separated GPU targets (default: sm_90a, built as -gencode arch=compute_90a,code=sm_90a)])],
     [], [with_cuda_arch=sm_90a])
@@ -46,6 +55,7 @@ AC_DEFUN([KV_CHECK_CUDA], [
     done
     IFS=$kv_save_IFS
     NVCCFLAGS="-O3 -std=c++17 --expt-relaxed-constexpr -Xptxas -v -Xcompiler -fno-fast-math $NVCC_GENCODE"
+    AS_IF([test "$enable_race_delays" = yes], [NVCCFLAGS="$NVCCFLAGS -DKVAL_RACE_DELAYS=1"])
     kv_save_CPPFLAGS="$CPPFLAGS"; kv_save_LIBS="$LIBS"
     CPPFLAGS="$CPPFLAGS $CUDA_CFLAGS"; LIBS="$CUDA_LIBS $LIBS"
     AC_MSG_CHECKING([whether CUDA runtime and cuBLAS programs link])

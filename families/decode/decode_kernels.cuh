@@ -303,7 +303,7 @@ __global__ void __launch_bounds__(kThreads, KV_DECODE_REG_BLOCKS(D)) split_kerne
 
   /* The warps' states to shared memory (the stages are free once every copy has landed) */
   kv::ptx::cp_async_wait_group<0>();
-  __syncthreads();
+  kv::block_sync();
   float *st = reinterpret_cast<float *>(smem) + warp * L::kStateFloats;
   if (t == 0) {
     st[L::kStateM + g] = m[0];
@@ -326,7 +326,7 @@ __global__ void __launch_bounds__(kThreads, KV_DECODE_REG_BLOCKS(D)) split_kerne
           make_float4(o[2 * x][2], o[2 * x + 1][2], o[2 * x][3], o[2 * x + 1][3]);
     }
   }
-  __syncthreads();
+  kv::block_sync();
 
   /* Merged in warp order, one (row, 8 dims) a thread: weights exp2((m_w - M) scale_log2) */
   const float *st0 = reinterpret_cast<const float *>(smem);
@@ -367,7 +367,7 @@ __global__ void __launch_bounds__(kThreads, KV_DECODE_REG_BLOCKS(D)) split_kerne
   /* Arrival of this split (cooperative groups' grid-barrier pattern: block barrier, then one
    * thread's fence and atomic); the last of (b, h) fences again, resets the count for the next
    * launch and combines them all */
-  __syncthreads();
+  kv::block_sync();
   int arrived = 0;
   if (threadIdx.x == 0) {
     int *count = a.arrivals + b * a.kv_heads + h;

@@ -14,6 +14,8 @@
 
 #include <type_traits>
 
+#include "families/device/race_delay.cuh"
+
 namespace kv::ptx {
 
 /* The shared-window address of a generic pointer into shared memory. */
@@ -29,10 +31,12 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void *src, int s
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-/* Wait until at most N committed groups are still pending. */
+/* Wait until at most N committed groups are still pending (race-delay builds: then a delay,
+ * race_delay.cuh). */
 template <int N>
 __device__ __forceinline__ void cp_async_wait_group() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+  kv::race_delay(17);
 }
 
 /* ---- ldmatrix: four 8x8 matrices of 16-bit elements; lanes 8i..8i+7 address the rows of

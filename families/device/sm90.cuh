@@ -66,7 +66,7 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t *bar, uint32_
 __device__ __forceinline__ void mbarrier_arrive(uint64_t *bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
-/* Wait until the phase of the given parity has completed. */
+/* Wait until the phase of the given parity has completed (race-delay builds: then a delay). */
 __device__ __forceinline__ void mbarrier_wait_parity(uint64_t *bar, uint32_t parity) {
   const uint32_t addr = smem_addr(bar);
   uint32_t done;
@@ -81,6 +81,7 @@ __device__ __forceinline__ void mbarrier_wait_parity(uint64_t *bar, uint32_t par
         : "r"(addr), "r"(parity)
         : "memory");
   } while (!done);
+  kv::race_delay(16);
 }
 
 /* ---- TMA: one 2-D box (c0 = innermost coordinate) into shared memory ---- */
@@ -151,9 +152,11 @@ __device__ __forceinline__ void red_release_gpu_add(int *p, int v) {
 }
 /* Order this thread's ordinary shared-memory writes before later async-proxy (TMA) reads. */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-/* Barrier among `threads` threads (a warpgroup) on hardware barrier `id` (1..15). */
+/* Barrier among `threads` threads (a warpgroup) on hardware barrier `id` (1..15), then (a build
+ * configured --enable-race-delays, race_delay.cuh) a warp's delay. */
 __device__ __forceinline__ void bar_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+  kv::race_delay(static_cast<uint32_t>(id));
 }
 
 /* ---- wgmma ---- */

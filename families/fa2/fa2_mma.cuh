@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
     uint32_t qf[Tr::kQInRegs ? MT : 1][Tr::kQInRegs ? KT : 1][4];
     if constexpr (Tr::kQInRegs) {
       ptx::cp_async_wait_group<ST - 1>();
-      __syncthreads();
+      kv::block_sync();
       const uint32_t bq = q_base();
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
@@ -257,7 +257,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fa2_fwd_ker
     int stage = 0;
     for (int n = 0; n < n_end; ++n) {
       ptx::cp_async_wait_group<ST - 2>();
-      __syncthreads();
+      kv::block_sync();
       {
         const int ahead = n + ST - 1;
         if (ahead < n_end) load_kv(ahead, stage == 0 ? ST - 1 : stage - 1);

@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     }
     ptx::fence_mbarrier_init();
   }
-  __syncthreads();
+  kv::block_sync();
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {

@@ -102,7 +102,7 @@ template <class Tr, int KT>
 __device__ __forceinline__ void load_resident_rows(uint32_t (&xf)[KT][4], uint32_t (&yf)[KT][4], uint32_t x_lane,
                                                    uint32_t y_lane) {
   ptx::cp_async_wait_group<0>();
-  __syncthreads();
+  kv::block_sync();
 #pragma unroll
   for (int kt = 0; kt < KT; ++kt) {
     ptx::ldmatrix_x4(xf[kt], block_addr<Tr>(x_lane, 0, kt));
@@ -316,7 +316,7 @@ __global__ void __launch_bounds__(Tr::kDkdvThreads, Tr::kMinBlocksPerSm) fa2bwd_
   int stage = 0;
   for (int m = m_begin; m < m_end; ++m) {
     ptx::cp_async_wait_group<0>();
-    __syncthreads();
+    kv::block_sync();
     if (m + 1 < m_end) load_query_block(m + 1, stage ^ 1);
     ptx::cp_async_commit_group();
 
@@ -451,7 +451,7 @@ __global__ void __launch_bounds__(Tr::kDqThreads, Tr::kMinBlocksPerSm) fa2bwd_dq
   int stage = 0;
   for (int n = 0; n < n_end; ++n) {
     ptx::cp_async_wait_group<0>();
-    __syncthreads();
+    kv::block_sync();
     if (n + 1 < n_end) load_key_block(n + 1, stage ^ 1);
     ptx::cp_async_commit_group();
 

@@ -221,7 +221,7 @@ __device__ __forceinline__ void init_barriers(uint64_t *once, uint64_t *full, ui
     }
     ptx::fence_mbarrier_init();
   }
-  __syncthreads();
+  kv::block_sync();
 }
 
 /* The (block, batch x head) a CTA owns. The hardware starts CTAs in linear order (x fastest); with

@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(kv_mma_traits::THREADS)
   const int q = lane / 8, r = lane % 8;
   for (int kb = 0; kb < kblocks; ++kb) {
     kv::ptx::cp_async_wait_group<Tr::STAGES - 2>();
-    __syncthreads();
+    kv::block_sync();
     const int next = kb + Tr::STAGES - 1;
     if (next < kblocks) load(next % Tr::STAGES, next);
     kv::ptx::cp_async_commit_group();

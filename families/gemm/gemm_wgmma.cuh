@@ -295,7 +295,7 @@ __global__ void __launch_bounds__(Tr::THREADS, 1)
     }
     kv::ptx::fence_mbarrier_init();
   }
-  __syncthreads();
+  kv::block_sync();
 
   const int wg = threadIdx.x / 128;
   int s = 0;

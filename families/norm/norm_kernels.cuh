@@ -41,6 +41,7 @@
 
 #include <type_traits>
 
+#include "families/device/race_delay.cuh"
 #include "families/norm/norm_api.h"
 
 namespace kv_norm {
@@ -69,7 +70,7 @@ __device__ __forceinline__ float row_sum(float v, float *red) {
   if constexpr (TPR > 32) {
     const int warp = threadIdx.x / 32;
     if (threadIdx.x % 32 == 0) red[warp] = v;
-    __syncthreads();
+    kv::block_sync();
     const int first = (threadIdx.x / TPR) * (TPR / 32);
     v = red[first];
 #pragma unroll
@@ -328,11 +329,11 @@ __device__ __forceinline__ V block_sum(V v, V *red) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
-  __syncthreads();
+  kv::block_sync();
   v = red[0];
 #pragma unroll
   for (int i = 1; i < BLOCK / 32; i++) v += red[i];
-  __syncthreads();
+  kv::block_sync();
   return v;
 }
 

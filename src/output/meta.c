@@ -11,7 +11,11 @@
 #endif
 #include "kval_git.h"
 
+#if KVAL_RACE_DELAYS
+const char *kv_meta_version(void) { return PACKAGE_VERSION "+race-delays"; }
+#else
 const char *kv_meta_version(void) { return PACKAGE_VERSION; }
+#endif
 const char *kv_meta_git_commit(void) { return KVAL_GIT_COMMIT; }
 
 static void append_quoted(char *buf, size_t n, const char *arg) {

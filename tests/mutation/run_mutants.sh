@@ -23,10 +23,10 @@
 # --kind gpu-study: the cuda backend, tests/mutation/study.deck: reduced-accumulation cases that
 #   are inaccurate on a healthy GPU (conformant, outside their fp64 bound), where a kernel bug
 #   must fail the case as not the model instead of hiding in the inaccuracy.
-# --kind gpu-race: the cuda backend, tests/mutation/race.deck, kval run under compute-sanitizer
-#   racecheck (COMPUTE_SANITIZER, default on the PATH): a missing barrier whose race the
-#   shipped shapes never show as a wrong result; killed also when racecheck reports a hazard
-#   (what tests/system/sanitizer.sh fails on). The baseline must be hazard-free.
+# --kind gpu-race: the cuda backend, tests/mutation/race.deck, a build configured
+#   --enable-race-delays (every barrier, cp.async wait and mbarrier wait left after a random delay per warp): a
+#   missing barrier whose race the shipped shapes never show as a wrong result must show under
+#   the delays (the baseline, unmutated, passes under them).
 # --jobs N: N scratch copies build mutants in parallel (make -j --make-jobs each, default
 #   cores / N); kval runs one at a time (one GPU). A run stops (SIGTERM, kval stops cleanly) at
 #   its first failing case or after --timeout seconds (default 60 cpu, 120 cuda).
@@ -67,7 +67,7 @@ done
 case "$kind" in cpu|cpu-gap) : "${backend:=cpu}" "${deck:=inputs/smoke.deck}" ;;
   gpu|all) : "${backend:=cuda}" "${deck:=inputs/fleet.deck}" ;;
   gpu-study) : "${backend:=cuda}" "${deck:=tests/mutation/study.deck}" ;;
-  gpu-race) : "${backend:=cuda}" "${deck:=tests/mutation/race.deck}" "${timeout:=300}" ;;
+  gpu-race) : "${backend:=cuda}" "${deck:=tests/mutation/race.deck}" ;;
   *) die "--kind must be cpu, gpu, cpu-gap, gpu-study, gpu-race or all, got '$kind'" ;; esac
 case "$backend" in cpu) : "${timeout:=60}" ;; cuda) : "${timeout:=120}" ;;
   *) die "--backend must be cpu or cuda, got '$backend'" ;; esac
@@ -75,9 +75,6 @@ for n in "$jobs" "$deadline" "$timeout" ${make_jobs:+"$make_jobs"}; do
   [[ "$n" =~ ^[0-9]+$ ]] || die "--jobs, --make-jobs, --deadline and --timeout take whole numbers, got '$n'"
 done
 [ "$jobs" -ge 1 ] || die "--jobs must be at least 1"
-cs=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer)}
-[ "$kind" != gpu-race ] || [ "$compile_only" = 1 ] || { [ -n "$cs" ] && [ -x "$cs" ]; } ||
-  die "--kind gpu-race needs compute-sanitizer (on the PATH or COMPUTE_SANITIZER)"
 cores=$(nproc 2>/dev/null || echo 2)
 : "${make_jobs:=$(( cores / jobs > 0 ? cores / jobs : 1 ))}"
 [ -n "$results" ] || results=${OUT:+$OUT/mutation-results.tsv}
@@ -110,6 +107,7 @@ export KVAL_GIT_COMMIT="$commit-mutants"
 log() { echo "run_mutants.sh: $*" >&2; }
 cfg=(--with-cuda=auto)
 [ "$backend" = cpu ] && cfg=(--with-cuda=no)
+[ "$kind" = gpu-race ] && cfg+=(--enable-race-delays)
 eval "extra=($configure_args)"
 log "base build in $scratch/s0 (configure ${extra[*]} ${cfg[*]}; make -j$cores src/kval)"
 (cd "$scratch/s0" && { [ -x configure ] || ./bootstrap; } && ./configure "${extra[@]}" "${cfg[@]}" &&
@@ -119,11 +117,7 @@ for ((k = 1; k < jobs; k++)); do cp -a "$scratch/s0" "$scratch/s$k" || die "copy
 
 eval "kargs=($kval_args)"
 run_env=()
-# gpu-race: kval under racecheck (exit 9 when it reports a hazard), its watchdog widened for the
-# instrumented kernels
-wrap=() watchdog=10
-[ "$kind" = gpu-race ] && wrap=("$cs" --tool racecheck --error-exitcode 9 --print-limit 20) watchdog=$(( timeout / 2 ))
-if [ "$backend" = cuda ]; then run_env=(KVAL_SKIP_CEILINGS=1); kargs=(--set run.watchdog=$watchdog "${kargs[@]}"); fi
+if [ "$backend" = cuda ]; then run_env=(KVAL_SKIP_CEILINGS=1); kargs=(--set run.watchdog=10 "${kargs[@]}"); fi
 
 # families_of FILE: the --only list of the families defined in FILE's family directory (empty
 # outside families/ or without --per-family).
@@ -147,7 +141,7 @@ run_kval() {
   fi
   [ "$limit" -lt 10 ] && limit=10
   rm -f "$dir/mutant.h5"
-  (cd "$dir" && exec env "${run_env[@]}" "$MPIRUN" -np 1 "${wrap[@]}" src/kval --backend "$backend" "$deck" -o mutant.h5 \
+  (cd "$dir" && exec env "${run_env[@]}" "$MPIRUN" -np 1 src/kval --backend "$backend" "$deck" -o mutant.h5 \
      "${kargs[@]}" "$@") >"$logf" 2>&1 &
   pid=$!
   t0=$(date +%s)
@@ -171,8 +165,6 @@ run_kval() {
     check=error:timeout
   elif [ "$rc" = 3 ] && grep -q 'the self-test of the checker failed' "$logf"; then
     check=error:self-test
-  elif [ "$rc" = 9 ] && grep -qE 'RACECHECK SUMMARY: [1-9][0-9]* hazard' "$logf"; then
-    check=racecheck
   elif [ "$stopped" = 1 ] && [ "$cut" = 1 ]; then
     check=cut
   elif [ "$stopped" = 1 ]; then
@@ -282,7 +274,7 @@ run_slot() {
         fi
         read -r rc check < <(run_kval "$dir" "$out.run" ${fams:+--only "$fams"})
         flock -u "$lfd"
-        case "$check" in fail_*|error*|racecheck) killed=yes ;; cut) killed=not-run ;; esac
+        case "$check" in fail_*|error*) killed=yes ;; cut) killed=not-run ;; esac
         [ "$rc" = 2 ] && killed=broken check=input-refused
         [ "$killed" = no ] && [ "$rc" != 0 ] && [ "$check" = - ] && check="crash(rc=$rc)"
       fi
