@@ -2,10 +2,11 @@
  * synchronisation points, and kv::block_sync(), the kernels' __syncthreads() followed by it.
  * In a build configured --enable-race-delays (KVAL_RACE_DELAYS: the mutation suite's gpu-race
  * kind, never a measured build) a warp leaves a barrier (block_sync, kv::ptx::bar_sync), a
- * cp.async wait or an mbarrier wait after a pseudo-random delay of 0 - 4 us (half the time
- * none; the same for the warp's active lanes), so that code which should wait for another warp
- * at a barrier that is missing runs ahead of it and its race shows in the results. In every
- * other build race_delay is nothing and block_sync is __syncthreads(). */
+ * cp.async wait or an mbarrier wait, and enters an mbarrier's initialisation, after a
+ * pseudo-random delay of 0 - 4 us (half the time none; the same for the warp's active lanes),
+ * so that code which should wait for another warp at a barrier that is missing runs ahead of
+ * it and its race shows in the results. In every other build race_delay is nothing and
+ * block_sync is __syncthreads(). */
 #ifndef KVAL_DEVICE_RACE_DELAY_CUH
 #define KVAL_DEVICE_RACE_DELAY_CUH
 

@@ -52,7 +52,10 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 tma_encode_fn(cudaError_t *err) 
 namespace ptx {
 
 /* ---- mbarrier ---- */
+/* Initialise an mbarrier (race-delay builds: after a delay, so that a thread which waits on it
+ * with no barrier after the initialisation finds it not yet initialised). */
 __device__ __forceinline__ void mbarrier_init(uint64_t *bar, uint32_t count) {
+  kv::race_delay(18);
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 }
 /* Make barrier initialisation visible to the async proxy (TMA) and the other threads. */
