@@ -70,6 +70,10 @@ AC_DEFUN([KV_CHECK_CUDA], [
     AC_PATH_PROG([CUOBJDUMP], [cuobjdump], [], [$kv_cuda_home/bin:$PATH])
     AC_PATH_PROG([COMPUTE_SANITIZER], [compute-sanitizer], [], [$kv_cuda_home/bin:$PATH])
   ])
+  AS_IF([test "$enable_race_delays" = yes], [
+    AS_IF([test "$kv_have_cuda" != yes],
+      [AC_MSG_ERROR([--enable-race-delays delays the CUDA kernels, but the CUDA backend is not built ($kv_cuda_summary): drop the option or give --with-cuda])])
+    kv_cuda_summary="$kv_cuda_summary; race delays after every barrier and wait (a test build: not for timings)"])
   AM_CONDITIONAL([HAVE_CUDA], [test "$kv_have_cuda" = yes])
   AC_SUBST([NVCC])
   AC_SUBST([NVCCFLAGS])
