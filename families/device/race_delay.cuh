@@ -14,6 +14,10 @@
 
 namespace kv {
 
+/* race_delay's sites, a hash input so that two points a warp passes in the same microsecond draw
+ * different delays: 0 block_sync, 1 - 15 a named barrier's id (bar_sync), then these. */
+enum : uint32_t { kRaceSiteMbarrierWait = 16, kRaceSiteCpAsyncWait = 17, kRaceSiteMbarrierInit = 18 };
+
 __device__ __forceinline__ void race_delay(uint32_t site) {
 #if KVAL_RACE_DELAYS
   const unsigned lanes = __activemask();

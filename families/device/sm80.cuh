@@ -36,7 +36,7 @@ __device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async
 template <int N>
 __device__ __forceinline__ void cp_async_wait_group() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-  kv::race_delay(17);
+  kv::race_delay(kv::kRaceSiteCpAsyncWait);
 }
 
 /* ---- ldmatrix: four 8x8 matrices of 16-bit elements; lanes 8i..8i+7 address the rows of

@@ -55,7 +55,7 @@ namespace ptx {
 /* Initialise an mbarrier (race-delay builds: after a delay, so that a thread which waits on it
  * with no barrier after the initialisation finds it not yet initialised). */
 __device__ __forceinline__ void mbarrier_init(uint64_t *bar, uint32_t count) {
-  kv::race_delay(18);
+  kv::race_delay(kv::kRaceSiteMbarrierInit);
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 }
 /* Make barrier initialisation visible to the async proxy (TMA) and the other threads. */
@@ -84,7 +84,7 @@ __device__ __forceinline__ void mbarrier_wait_parity(uint64_t *bar, uint32_t par
         : "r"(addr), "r"(parity)
         : "memory");
   } while (!done);
-  kv::race_delay(16);
+  kv::race_delay(kv::kRaceSiteMbarrierWait);
 }
 
 /* ---- TMA: one 2-D box (c0 = innermost coordinate) into shared memory ---- */
