@@ -32,12 +32,13 @@ counts() { grep '^rank [0-9]*: [0-9]* cases' "$1" | cut -d, -f1; }
 "$KVAL" --dry-run --backend cuda "$top_srcdir/inputs/smoke.deck" >cuda 2>&1 ||
   { echo "FAIL: --dry-run --backend cuda: exit $?"; cat cuda; rc=1; }
 grep -q "at H200 rates" cuda || { echo "FAIL: the cuda estimate does not say H200 rates"; grep "wall time" cuda; rc=1; }
-# The mutation suite's GPU decks run only where a GPU is: their plans must hold here, every
-# section planning cases (a typo would otherwise show first on the GPU, as a broken baseline).
-for d in race study; do
-  "$KVAL" --dry-run --backend cuda "$top_srcdir/tests/mutation/$d.deck" >"$d" 2>&1 ||
-    { echo "FAIL: --dry-run --backend cuda tests/mutation/$d.deck: exit $?"; cat "$d"; rc=1; }
-  grep -q '^rank 0: [1-9][0-9]* cases' "$d" || { echo "FAIL: tests/mutation/$d.deck plans no case"; cat "$d"; rc=1; }
+# The decks that run only where a GPU is (the mutation suite's, the profiler's): their plans
+# must hold here (a typo would otherwise show first on the GPU, as a broken baseline).
+for d in tests/mutation/race.deck tests/mutation/study.deck bench/targets.deck; do
+  n=$(basename "$d" .deck)
+  "$KVAL" --dry-run --backend cuda "$top_srcdir/$d" >"$n" 2>&1 ||
+    { echo "FAIL: --dry-run --backend cuda $d: exit $?"; cat "$n"; rc=1; }
+  grep -q '^rank 0: [1-9][0-9]* cases' "$n" || { echo "FAIL: $d plans no case"; cat "$n"; rc=1; }
 done
 [ $rc -eq 0 ] && echo "ok: dry run"
 exit $rc
