@@ -17,6 +17,7 @@ import argparse
 import os
 import posixpath
 import re
+import shlex
 import sys
 
 import h5py
@@ -78,6 +79,45 @@ PARTS = {"fa2bwd": ["dq", "dk", "dv"]}
 MAX_PARTS, PART_STATS = kvrows.part_layout()
 
 
+def units_of(name):
+    """The UDUNITS-2 units a numeric dataset's name implies (README, "The HDF5 file": "1" for
+    counts, ratios and ULPs, s, MHz, W, degC, byte, 1e12 s-1 for TFLOP/s, 1e9 byte s-1 for
+    GB/s): a rule written apart from the C tables (src/core/result.h, src/output/layout.c),
+    so that a unit written wrong there shows here."""
+    if name.startswith(("t_", "time_")) or name.endswith("_seconds"):
+        return "s"
+    if name == "tflops" or name.endswith("_tflops"):
+        return "1e12 s-1"
+    if name == "gbps" or name.endswith("_gbps"):
+        return "1e9 byte s-1"
+    if name.endswith("_bytes"):
+        return "byte"
+    if "clock" in name and name != "clock_flag":
+        return "MHz"
+    return {"temperature": "degC", "power": "W", "intensity": "byte-1"}.get(name, "1")
+
+
+def deck_settings(f, section):
+    """{key: value text} of the deck's entries in [section] (the root attribute deck_text), with
+    the command line's --set section.key=VALUES (attribute command_line) over them."""
+    out, current = {}, None
+    for line in str(f.attrs.get("deck_text", "")).splitlines():
+        line = line.split("#", 1)[0].strip()
+        m = re.fullmatch(r"\[([\w.]+)\]", line)
+        if m:
+            current = m.group(1)
+        elif current == section and "=" in line:
+            key, value = (x.strip() for x in line.split("=", 1))
+            out[key] = value
+    words = shlex.split(str(f.attrs.get("command_line", "")))
+    for i, w in enumerate(words):
+        arg = w[len("--set="):] if w.startswith("--set=") else words[i + 1] if w == "--set" and i + 1 < len(words) else None
+        if arg and "=" in arg and arg.split("=", 1)[0].rsplit(".", 1)[0] == section:
+            key, value = arg.split("=", 1)
+            out[key.rsplit(".", 1)[1]] = value.strip()
+    return out
+
+
 def layout_version():
     """KV_LAYOUT_VERSION of src/output/internal.h, the one definition of the layout's version."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "output", "internal.h")
@@ -109,6 +149,17 @@ class Checker:
         if self.problems:
             return False
         self.expect(a["seed"].dtype == np.uint64, "/", "seed is %s, expected uint64" % a["seed"].dtype)
+        run = deck_settings(f, "run")
+        settings = dict(kv.split("=", 1) for kv in str(a.get("run_settings", "")).split())
+        for key, value in run.items():  # the [run] entries the file's run_settings records
+            try:
+                want = float(value)
+            except ValueError:
+                continue
+            if key in settings:
+                self.expect(float(settings[key]) == want, "/", "run_settings %s=%s, the deck sets %s" % (key, settings[key], value))
+        seed = run.get("seed")
+        self.expect(seed is None or int(a["seed"]) == int(seed), "/", "seed %s, the deck sets %s" % (a["seed"], seed))
         self.expect(a["file_id"].dtype == np.uint64 and int(a["file_id"]) != 0, "/", "file_id is not a nonzero uint64")
         self.expect(int(a["nranks"]) == self.nranks, "/", "nranks %s, expected %d" % (a["nranks"], self.nranks))
         want = layout_version()
@@ -163,6 +214,8 @@ class Checker:
                             "/ranks/" + name, "not a variable-length string")
             else:
                 self.expect(d.dtype.kind == kind, "/ranks/" + name, "dtype %s" % d.dtype)
+                self.expect(d.attrs.get("units") == units_of(name), "/ranks/" + name,
+                            "units %r, expected %r" % (d.attrs.get("units"), units_of(name)))
             self.attached(d, [rank], "/ranks/" + name)
         ds = self.view("ranks")
         if ds is None:
@@ -197,6 +250,14 @@ class Checker:
                 return
         axes = g.attrs["axes"].split(",")
         n_cells, n_skipped = int(g.attrs["n_cells"]), int(g.attrs["n_skipped"])
+        # the family's parameters (numeric attributes besides the counts) hold what the deck set
+        for key, value in deck_settings(f, name).items():
+            if key in g.attrs and key not in axes and key not in ("n_cells", "n_valid", "n_skipped", "n_results"):
+                try:
+                    want = float(value)
+                except ValueError:
+                    continue
+                self.expect(float(g.attrs[key]) == want, where, "parameter %s is %s, the deck sets %s" % (key, g.attrs[key], value))
         self.expect(int(g.attrs["n_valid"]) + n_skipped == n_cells, where, "n_valid + n_skipped != n_cells")
         rank = self.scale(g, "rank", self.nranks, where)
         axis_scales = []
@@ -261,14 +322,20 @@ class Checker:
             if dname in doubles or dname in ints:
                 for a in ("units", "description"):
                     self.expect(a in d.attrs, dw, "attribute %s missing" % a)
+                self.expect(d.attrs.get("units") == units_of(dname), dw,
+                            "units %r, expected %r" % (d.attrs.get("units"), units_of(dname)))
             self.expect("long_name" in d.attrs, dw, "attribute long_name missing")
         coords = str(g["status"].attrs.get("coordinates", "")).split() if "status" in g else []
         for c in coords:
             if self.expect(c in g, where, "coordinate %s (attribute coordinates) missing" % c):
                 d = g[c]
-                self.expect(d.ndim == 1 and d.dtype == np.int64 and len(d.dims[0].values()) == 1 and
-                            posixpath.basename(d.dims[0].values()[0].name) in axes, where + "/" + c,
-                            "not a 1-D int64 dataset along an axis")
+                if self.expect(d.ndim == 1 and d.dtype == np.int64 and len(d.dims[0].values()) == 1 and
+                               posixpath.basename(d.dims[0].values()[0].name) in axes, where + "/" + c,
+                               "not a 1-D int64 dataset along an axis") and c in "MNK" and "shape" in g:
+                    # GEMM's M, N, K along shape (README): the numbers of each "MxNxK"
+                    text = [x.decode() if isinstance(x, bytes) else x for x in g["shape"][()]]
+                    want = [int(t.split("x")["MNK".index(c)]) for t in text]
+                    self.expect(list(d[()]) == want, where + "/" + c, "values %s, the shapes say %s" % ([int(x) for x in d[()]], want))
         shipped = name.split(".")[0] in ("fa2", "gemm", "layernorm", "rmsnorm")  # families with kernel paths
         self.expect("path" in g or not shipped, where, "dataset path missing")
         if "path" in g:
@@ -297,6 +364,17 @@ class Checker:
         self.expect(mapping == want, where, "enum %s, expected %s" % (mapping, want))
         self.expect(d.dtype.base == np.int8, where, "enum base %s, expected int8" % d.dtype.base)
         self.expect(d.attrs.get("flag_meanings") == " ".join(STATUS), where, "flag_meanings %r" % d.attrs.get("flag_meanings"))
+        self.flags(d, where, len(STATUS))
+        agrees = d.parent["fp_agrees"]
+        self.expect(agrees.attrs.get("flag_meanings") == "disagrees agrees not_comparable", where[:-len("status")] + "fp_agrees",
+                    "flag_meanings %r" % agrees.attrs.get("flag_meanings"))
+        self.flags(agrees, where[:-len("status")] + "fp_agrees", 3)
+
+    def flags(self, d, where, n):
+        """CF flag_values: int8 0 .. n-1, the values the flag_meanings name in order."""
+        values = d.attrs.get("flag_values")
+        self.expect(values is not None and np.asarray(values).dtype == np.int8 and
+                    np.array_equal(np.asarray(values), np.arange(n)), where, "flag_values %s, expected 0 .. %d" % (values, n - 1))
 
     def cells(self, g, where, doubles, ints, n_skipped):
         status = g["status"][()]

@@ -3,9 +3,10 @@
 # tests/unit/test_output under mpirun with 1, 2 and 4 ranks (create, rounds of writes,
 # fingerprints, close, refusal of an existing file, --force, resume and its mismatches, split
 # mode), every file it leaves checked with check_layout.py (h5py + xarray) and
-# check_layout_h5dump.sh (h5dump), a job killed through the fatal path, and the two checkers
+# check_layout_h5dump.sh (h5dump), a job killed through the fatal path, the two checkers
 # shown to reject files with a detached scale, a filled-in not-run cell or a missing /ranks
-# field. Environment (set by `make check`): top_srcdir, top_builddir, MPIRUN, PYTHON, H5DUMP.
+# field, and check_layout.py to reject units other than a dataset's name implies, CF
+# flag_values off by one and a family parameter other than the deck's. Environment (set by `make check`): top_srcdir, top_builddir, MPIRUN, PYTHON, H5DUMP.
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
@@ -96,9 +97,17 @@ if [ -f "$src/out.h5" ]; then
   cp "$src/out.h5" "$work/detached.h5"
   cp "$src/fresh.h5" "$work/filled.h5"
   cp "$src/out.h5" "$work/noranks.h5"
+  for b in units flags param; do cp "$src/out.h5" "$work/$b.h5"; done
   $PYTHON - "$work" <<'EOF' || fail "cannot prepare the broken files"
-import sys, h5py
+import sys, h5py, numpy as np
 w = sys.argv[1]
+with h5py.File(w + "/units.h5", "r+") as f:
+    f["ranks/copy_gbps"].attrs["units"] = "byte s-1"
+    f["tfa/time_min"].attrs["units"] = "ms"
+with h5py.File(w + "/flags.h5", "r+") as f:
+    f["tnorm/status"].attrs["flag_values"] = np.arange(1, len(f["tnorm/status"].attrs["flag_values"]) + 1, dtype=np.int8)
+with h5py.File(w + "/param.h5", "r+") as f:
+    f.attrs["deck_text"] = f.attrs["deck_text"].replace("[tfa]\n", "[tfa]\nsoftmax_scale = 0.5\n")
 with h5py.File(w + "/detached.h5", "r+") as f:
     d = f["tfa/max_abs"]
     for i, name in enumerate(["rank"] + f["tfa"].attrs["axes"].split(",")):
@@ -111,6 +120,12 @@ EOF
   expect_fail "broken files (check_layout)" "/tfa/max_abs: dimension 0 attached to \[\]" \
     layout "$work/detached.h5" "$work/filled.h5" "$work/noranks.h5" --nranks 2
   for pattern in "/tnorm/time_min: 1 not-run cells do not hold the fill value" "/ranks: dataset uuid missing"; do
+    grep -q -- "$pattern" "$work/err" || fail "check_layout did not report '$pattern'"
+  done
+  expect_fail "units, flags and a parameter (check_layout)" "/ranks/copy_gbps: units 'byte s-1', expected '1e9 byte s-1'" \
+    layout "$work/units.h5" "$work/flags.h5" "$work/param.h5" --nranks 2
+  for pattern in "/tfa/time_min: units 'ms', expected 's'" "/tnorm/status: flag_values \[ 1" \
+                 "/tfa: parameter softmax_scale is 0.125, the deck sets 0.5"; do
     grep -q -- "$pattern" "$work/err" || fail "check_layout did not report '$pattern'"
   done
   if [ $have_h5dump = yes ]; then
