@@ -7,7 +7,8 @@ others one random rank (mpirun then tears the rest down, SIGTERM then SIGKILL). 
 kill:
 
 - no half-made file at the output path: either no file (killed before it was laid out) or a
-  file that opens with h5py;
+  file that opens with h5py and says complete (attribute complete = 1) only when it holds
+  every result;
 - every cell that holds a result equals the cell of one uninterrupted reference run
   (tests/system/compare_files.py --subset), and every other cell holds fill values, except at
   most one cell per rank whose write the kill cut short (its status is still not_run);
@@ -19,7 +20,8 @@ kill:
 - every fifth killed file is finished with --resume and must then equal the reference
   case for case.
 
-Environment (set by make check): KVAL, MPIRUN, top_srcdir; KILL_RUNS, KILL_SEED optional.
+Environment (set by make check): KVAL, MPIRUN, top_srcdir; KILL_RUNS, KILL_SEED optional;
+KVAL_TEST_FAIL_FAST=1 (tests/mutation/run_mutants.sh) ends the test at its first failed run.
 Exit 0 pass, 1 fail, 77 skip (kval or h5py missing)."""
 import os
 import random
@@ -208,6 +210,8 @@ def run_trials(tmp):
     failures = 0
     for i in range(RUNS):
         failures += trial(i, rng, tmp, deck, ref, len(done))
+        if failures and os.environ.get("KVAL_TEST_FAIL_FAST") == "1":  # the mutation suite's runs
+            break
     print(f"kill_test: {RUNS} killed runs, {failures} failed")
     return 1 if failures else 0
 
@@ -280,7 +284,7 @@ def check_file(path, ref, finished, killed):
         try:
             run = Run(path)
             with h5py.File(path, "r") as f:
-                file_id = int(f.attrs["file_id"])
+                file_id, complete = int(f.attrs["file_id"]), int(f.attrs["complete"])
             break
         except Exception as e:
             if "unable to lock file" in str(e) and time.monotonic() < deadline:
@@ -288,6 +292,8 @@ def check_file(path, ref, finished, killed):
                 continue
             return [f"the file does not open: {e}"]
     problems = compare(run, ref, subset=True, torn=NRANKS)
+    if complete and run.n_results() < ref.n_results():  # readers skip an incomplete file's empty cells
+        problems.append(f"the file says complete but holds {run.n_results()} of {ref.n_results()} results")
     journal = {}
     for r in range(NRANKS):
         for row in journal_rows(path, r, file_id):
