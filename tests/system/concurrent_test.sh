@@ -7,7 +7,8 @@
 # - while a job runs: --resume of its file and --force onto it are refused with exit 2
 #   ("in use by another kval job") and change nothing; the running job then finishes with
 #   exit 0, its file complete and equal to the uninterrupted run;
-# - a stale PATH.part-* of a killed job is removed by the next run.
+# - a stale PATH.part-* of a killed job is removed by the next run, and one that a live job
+#   holds (its lock) is not.
 # No timing luck: the refused commands run while the job is alive (checked after each, with
 # a deck long enough for that on any machine), and every wait is on a condition with a
 # generous deadline.
@@ -107,4 +108,20 @@ wait $pr; got=$?
 $two "$tmp/short.deck" -o "$tmp/next.h5" >"$tmp/next.log" 2>&1 || fail "run after a stale part: $(tail -n 3 "$tmp/next.log")"
 [ ! -e "$tmp/next.h5.part-0123abcd" ] || fail "the stale part was not removed"
 [ $rc -ne 0 ] || echo "ok a stale PATH.part-* is removed by the next run"
+
+# 4: a part that a live job holds stays (a helper holds its lock byte, as a job laying it out
+# does; POSIX and OFD locks conflict), so the next run with that -o does not take it away.
+: >"$tmp/held.h5.part-89abcdef"
+"$PYTHON" -c "import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 1 << 62)
+open(sys.argv[2], 'w').close()
+time.sleep(600)" "$tmp/held.h5.part-89abcdef" "$tmp/held.ready" &
+ph=$!
+wait_for "the helper's lock" test -e "$tmp/held.ready"
+$two "$tmp/short.deck" -o "$tmp/held.h5" >"$tmp/held.log" 2>&1 || fail "run beside a held part: $(tail -n 3 "$tmp/held.log")"
+[ -e "$tmp/held.h5.part-89abcdef" ] || fail "the next run removed a part that a live job holds"
+kill $ph 2>/dev/null
+wait $ph 2>/dev/null
+[ $rc -ne 0 ] || echo "ok a PATH.part-* that a live job holds is left to it"
 exit $rc
