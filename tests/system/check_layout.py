@@ -157,7 +157,8 @@ class Checker:
             except ValueError:
                 continue
             if key in settings:
-                self.expect(float(settings[key]) == want, "/", "run_settings %s=%s, the deck sets %s" % (key, settings[key], value))
+                self.expect(float(settings[key]) == want, "/",
+                            "run_settings %s=%s, the deck sets %s" % (key, settings[key], value))
         seed = run.get("seed")
         self.expect(seed is None or int(a["seed"]) == int(seed), "/", "seed %s, the deck sets %s" % (a["seed"], seed))
         self.expect(a["file_id"].dtype == np.uint64 and int(a["file_id"]) != 0, "/", "file_id is not a nonzero uint64")
@@ -257,7 +258,8 @@ class Checker:
                     want = float(value)
                 except ValueError:
                     continue
-                self.expect(float(g.attrs[key]) == want, where, "parameter %s is %s, the deck sets %s" % (key, g.attrs[key], value))
+                self.expect(float(g.attrs[key]) == want, where,
+                            "parameter %s is %s, the deck sets %s" % (key, g.attrs[key], value))
         self.expect(int(g.attrs["n_valid"]) + n_skipped == n_cells, where, "n_valid + n_skipped != n_cells")
         rank = self.scale(g, "rank", self.nranks, where)
         axis_scales = []
@@ -331,11 +333,12 @@ class Checker:
                 d = g[c]
                 if self.expect(d.ndim == 1 and d.dtype == np.int64 and len(d.dims[0].values()) == 1 and
                                posixpath.basename(d.dims[0].values()[0].name) in axes, where + "/" + c,
-                               "not a 1-D int64 dataset along an axis") and c in "MNK" and "shape" in g:
+                               "not a 1-D int64 dataset along an axis") and c in ("M", "N", "K") and "shape" in g:
                     # GEMM's M, N, K along shape (README): the numbers of each "MxNxK"
                     text = [x.decode() if isinstance(x, bytes) else x for x in g["shape"][()]]
                     want = [int(t.split("x")["MNK".index(c)]) for t in text]
-                    self.expect(list(d[()]) == want, where + "/" + c, "values %s, the shapes say %s" % ([int(x) for x in d[()]], want))
+                    got = [int(x) for x in d[()]]
+                    self.expect(got == want, where + "/" + c, "values %s, the shapes say %s" % (got, want))
         shipped = name.split(".")[0] in ("fa2", "gemm", "layernorm", "rmsnorm")  # families with kernel paths
         self.expect("path" in g or not shipped, where, "dataset path missing")
         if "path" in g:
@@ -365,16 +368,17 @@ class Checker:
         self.expect(d.dtype.base == np.int8, where, "enum base %s, expected int8" % d.dtype.base)
         self.expect(d.attrs.get("flag_meanings") == " ".join(STATUS), where, "flag_meanings %r" % d.attrs.get("flag_meanings"))
         self.flags(d, where, len(STATUS))
-        agrees = d.parent["fp_agrees"]
-        self.expect(agrees.attrs.get("flag_meanings") == "disagrees agrees not_comparable", where[:-len("status")] + "fp_agrees",
+        agrees, aw = d.parent["fp_agrees"], where[:-len("status")] + "fp_agrees"
+        self.expect(agrees.attrs.get("flag_meanings") == "disagrees agrees not_comparable", aw,
                     "flag_meanings %r" % agrees.attrs.get("flag_meanings"))
-        self.flags(agrees, where[:-len("status")] + "fp_agrees", 3)
+        self.flags(agrees, aw, 3)
 
     def flags(self, d, where, n):
         """CF flag_values: int8 0 .. n-1, the values the flag_meanings name in order."""
         values = d.attrs.get("flag_values")
         self.expect(values is not None and np.asarray(values).dtype == np.int8 and
-                    np.array_equal(np.asarray(values), np.arange(n)), where, "flag_values %s, expected 0 .. %d" % (values, n - 1))
+                    np.array_equal(np.asarray(values), np.arange(n)), where,
+                    "flag_values %s, expected 0 .. %d" % (values, n - 1))
 
     def cells(self, g, where, doubles, ints, n_skipped):
         status = g["status"][()]
