@@ -151,14 +151,7 @@ class Checker:
         self.expect(a["seed"].dtype == np.uint64, "/", "seed is %s, expected uint64" % a["seed"].dtype)
         run = deck_settings(f, "run")
         settings = dict(kv.split("=", 1) for kv in str(a.get("run_settings", "")).split())
-        for key, value in run.items():  # the [run] entries the file's run_settings records
-            try:
-                want = float(value)
-            except ValueError:
-                continue
-            if key in settings:
-                self.expect(float(settings[key]) == want, "/",
-                            "run_settings %s=%s, the deck sets %s" % (key, settings[key], value))
+        self.deck_numbers(run, settings, "/", "run_settings %s=%s")  # the [run] entries it records
         seed = run.get("seed")
         self.expect(seed is None or int(a["seed"]) == int(seed), "/", "seed %s, the deck sets %s" % (a["seed"], seed))
         self.expect(a["file_id"].dtype == np.uint64 and int(a["file_id"]) != 0, "/", "file_id is not a nonzero uint64")
@@ -177,6 +170,17 @@ class Checker:
         if self.expect_run:
             self.expect(int(a["complete"]) == 1, "/", "complete is %s: the run did not finish" % a["complete"])
         return True
+
+    def deck_numbers(self, deck, recorded, where, what):
+        """Every numeric deck entry that `recorded` ({key: value}) also holds has the deck's value
+        there (`what` % (key, recorded value) names it)."""
+        for key, value in deck.items():
+            try:
+                want = float(value)
+            except ValueError:
+                continue
+            if key in recorded:
+                self.expect(float(recorded[key]) == want, where, (what + ", the deck sets %s") % (key, recorded[key], value))
 
     def scale(self, g, name, n, where):
         if not self.expect(name in g, where, "dimension scale %s missing" % name):
@@ -252,14 +256,9 @@ class Checker:
         axes = g.attrs["axes"].split(",")
         n_cells, n_skipped = int(g.attrs["n_cells"]), int(g.attrs["n_skipped"])
         # the family's parameters (numeric attributes besides the counts) hold what the deck set
-        for key, value in deck_settings(f, name).items():
-            if key in g.attrs and key not in axes and key not in ("n_cells", "n_valid", "n_skipped", "n_results"):
-                try:
-                    want = float(value)
-                except ValueError:
-                    continue
-                self.expect(float(g.attrs[key]) == want, where,
-                            "parameter %s is %s, the deck sets %s" % (key, g.attrs[key], value))
+        counts = ("n_cells", "n_valid", "n_skipped", "n_results")
+        params = {k: v for k, v in g.attrs.items() if k not in axes and k not in counts}
+        self.deck_numbers(deck_settings(f, name), params, where, "parameter %s is %s")
         self.expect(int(g.attrs["n_valid"]) + n_skipped == n_cells, where, "n_valid + n_skipped != n_cells")
         rank = self.scale(g, "rank", self.nranks, where)
         axis_scales = []
